@@ -1,0 +1,385 @@
+"""The compute API facade: what the HTTP layer calls (runs in the API process).
+
+It checks what can be checked cheaply (existence, ownership, states, locks,
+the volume's attachability), records the instance action, and hands
+workflows to the conductor: called for microversions below 2.101, cast from
+2.101.  It never waits on a compute.
+"""
+import logging
+import secrets
+import uuid as uuidlib
+
+import objects
+from compute import device_names
+from conductor import api as conductor_api
+from conductor import manager as conductor_manager
+from objects import instance as instance_obj
+from objects import instance_action
+from volattach import exception
+from volattach import servicegroup
+
+LOG = logging.getLogger(__name__)
+
+# vm_states in which volumes may be attached or detached (with no task_state)
+ATTACH_DETACH_VM_STATES = (instance_obj.ACTIVE, instance_obj.PAUSED,
+                           instance_obj.STOPPED, instance_obj.RESIZED,
+                           instance_obj.SOFT_DELETED)
+
+# API status (servers list filter) -> vm_state
+STATUS_TO_VM_STATE = {
+    "ACTIVE": instance_obj.ACTIVE, "BUILD": instance_obj.BUILDING,
+    "SHUTOFF": instance_obj.STOPPED, "PAUSED": instance_obj.PAUSED,
+    "ERROR": instance_obj.ERROR, "DELETED": instance_obj.DELETED,
+    "SHELVED": instance_obj.SHELVED,
+    "SHELVED_OFFLOADED": instance_obj.SHELVED_OFFLOADED,
+    "SUSPENDED": instance_obj.SUSPENDED, "SOFT_DELETED": instance_obj.SOFT_DELETED,
+    "VERIFY_RESIZE": instance_obj.RESIZED,
+}
+
+ATTACHABLE_STATUSES = ("available",)
+MULTIATTACH_ATTACHABLE_STATUSES = ("available", "in-use", "reserved", "attaching")
+
+
+def _is_uuid(value):
+    try:
+        uuidlib.UUID(str(value))
+        return True
+    except ValueError:
+        return False
+
+
+class API:
+
+    def __init__(self, volume_api=None, compute_task_api=None):
+        if volume_api is None:
+            from volume import cinder
+            volume_api = cinder.VolumeAPI()
+        self.volume_api = volume_api
+        self.compute_task_api = compute_task_api or conductor_api.ComputeTaskAPI()
+
+    # -- checks -------------------------------------------------------------------------
+    @staticmethod
+    def _check_locked(context, instance):
+        if instance.locked and not context.is_admin:
+            raise exception.InstanceIsLocked(instance_uuid=instance.uuid)
+
+    @staticmethod
+    def _check_state(instance, method, vm_states, task_states=(None,)):
+        if instance.vm_state not in vm_states:
+            raise exception.InstanceInvalidState(method=method, instance_uuid=instance.uuid,
+                                                 attr="vm_state", state=instance.vm_state)
+        if instance.task_state not in task_states:
+            raise exception.InstanceInvalidState(method=method, instance_uuid=instance.uuid,
+                                                 attr="task_state", state=instance.task_state)
+
+    # -- flavors and services ------------------------------------------------------------
+    def flavor_list(self, context):
+        return objects.Flavor.get_all(context)
+
+    def flavor_get(self, context, flavor_id):
+        return objects.Flavor.get_by_flavor_id(context, flavor_id)
+
+    def service_list(self, context, binary=None, host=None):
+        services = objects.ServiceList.get_all(context, binary=binary, host=host)
+        return [(s, servicegroup.is_up(s)) for s in services]
+
+    # -- servers ---------------------------------------------------------------------------
+    def get(self, context, server_id):
+        try:
+            instance = objects.Instance.get_by_uuid(context, server_id)
+        except exception.InstanceNotFound:
+            raise exception.InstanceNotFound(instance_id=server_id)
+        if not context.is_admin and instance.project_id != context.project_id:
+            raise exception.InstanceNotFound(instance_id=server_id)
+        return instance
+
+    def get_all(self, context, search_opts=None, limit=None, marker=None):
+        opts = dict(search_opts or {})
+        filters = {}
+        if not (context.is_admin and opts.get("all_tenants")):
+            filters["project_id"] = context.project_id
+        if context.is_admin and opts.get("project_id"):
+            filters["project_id"] = opts["project_id"]
+        if opts.get("name"):
+            filters["name"] = opts["name"]
+        if opts.get("host") and context.is_admin:
+            filters["host"] = opts["host"]
+        status = opts.get("status")
+        if status:
+            vm_state = STATUS_TO_VM_STATE.get(str(status).upper())
+            if vm_state is None:
+                return []
+            filters["vm_state"] = vm_state
+            if vm_state == instance_obj.DELETED:
+                filters["read_deleted"] = True
+        if marker:
+            self.get(context, marker)
+        return list(objects.InstanceList.get_by_filters(context, filters, limit=limit,
+                                                        marker=marker))
+
+    def get_bdms_by_instances(self, context, instances):
+        result = {i.uuid: [] for i in instances}
+        if result:
+            for bdm in objects.BlockDeviceMappingList.get_by_instance_uuids(
+                    context, list(result)):
+                result[bdm.instance_uuid].append(bdm)
+        return result
+
+    def _check_create_bdms(self, context, bdms, image_ref, count, supports_multiattach):
+        """Validate block_device_mapping_v2 and look up its volumes."""
+        bdms = [dict(b) for b in (bdms or [])]
+        boot_indexes = sorted(int(b["boot_index"]) for b in bdms
+                              if b.get("boot_index") is not None
+                              and int(b["boot_index"]) >= 0)
+        if boot_indexes != list(range(len(boot_indexes))):
+            raise exception.InvalidBDM(reason="Boot sequence for the instance and "
+                                              "image/block device mapping combination "
+                                              "is not valid.")
+        if not image_ref and 0 not in boot_indexes:
+            raise exception.InvalidBDM(reason="Boot sequence for the instance and "
+                                              "image/block device mapping combination "
+                                              "is not valid.")
+        volumes = {}
+        for bdm in bdms:
+            if bdm.get("boot_index") is not None:
+                bdm["boot_index"] = int(bdm["boot_index"])
+            source = bdm.get("source_type")
+            dest = bdm.get("destination_type") or ("volume" if source == "volume" else "local")
+            bdm["destination_type"] = dest
+            if dest == "volume" and source != "volume":
+                raise exception.InvalidBDM(
+                    reason="source_type %s with destination_type volume is not "
+                           "supported: create the volume first and map it with "
+                           "source_type volume." % source)
+            if source == "volume":
+                if dest != "volume":
+                    raise exception.InvalidBDM(reason="a volume must have "
+                                                      "destination_type volume.")
+                volume_id = bdm.get("uuid")
+                if not volume_id:
+                    raise exception.InvalidBDM(reason="missing volume uuid.")
+                if volume_id in volumes:
+                    raise exception.InvalidBDM(reason="volume %s is mapped twice." % volume_id)
+                try:
+                    volume = self.volume_api.get(context, volume_id)
+                except exception.VolumeNotFound:
+                    raise exception.InvalidBDM(reason="failed to get volume %s." % volume_id)
+                if count > 1:
+                    raise exception.MultipleVolumeAttachNotAllowed()
+                if volume.get("multiattach") and not supports_multiattach:
+                    raise exception.MultiattachNotSupportedOldMicroversion()
+                self._check_volume_attachable(volume)
+                volumes[volume_id] = volume
+            elif source in ("image", "blank", "snapshot") and dest == "local":
+                if source == "image" and bdm.get("boot_index") == 0 and not bdm.get("uuid"):
+                    raise exception.InvalidBDM(reason="missing image uuid.")
+            elif source is not None:
+                raise exception.InvalidBDM(reason="unknown source_type %s." % source)
+        return bdms, volumes
+
+    def _check_volume_attachable(self, volume):
+        allowed = (MULTIATTACH_ATTACHABLE_STATUSES if volume.get("multiattach")
+                   else ATTACHABLE_STATUSES)
+        if volume.get("status") not in allowed:
+            raise exception.InvalidVolume(
+                reason="Volume %s status must be available to attach, but the "
+                       "current status is %s." % (volume["id"], volume.get("status")))
+
+    def create(self, context, *, name, flavor_ref, image_ref, block_device_mapping,
+               min_count=1, max_count=1, metadata=None, key_name=None,
+               availability_zone=None, access_ip_v4=None, access_ip_v6=None,
+               config_drive=None, description=None, supports_multiattach=False,
+               microversion=None):
+        flavor = objects.Flavor.get_by_flavor_id(context, flavor_ref)
+        if image_ref and not _is_uuid(image_ref):
+            raise exception.ImageRefInvalid()
+        min_count = int(min_count or 1)
+        max_count = int(max_count or min_count)
+        if max_count < min_count:
+            raise exception.InvalidInput(reason="min_count must be <= max_count")
+        bdm_dicts, _volumes = self._check_create_bdms(
+            context, block_device_mapping, image_ref, max_count, supports_multiattach)
+        reservation_id = "r-" + secrets.token_hex(4)
+        instances = []
+        created_bdms = []
+        try:
+            for index in range(max_count):
+                display_name = name if max_count == 1 else "%s-%d" % (name, index + 1)
+                instance = objects.Instance(
+                    context, uuid=str(uuidlib.uuid4()), project_id=context.project_id,
+                    user_id=context.user_id, display_name=display_name,
+                    hostname=display_name, vm_state=instance_obj.BUILDING,
+                    task_state="scheduling", power_state=instance_obj.NOSTATE,
+                    flavor=flavor, image_ref=image_ref or "", key_name=key_name,
+                    locked=False, availability_zone=availability_zone,
+                    reservation_id=reservation_id, launch_index=index,
+                    access_ip_v4=access_ip_v4, access_ip_v6=access_ip_v6,
+                    config_drive=config_drive or "", metadata=dict(metadata or {}))
+                instance.create()
+                instances.append(instance)
+                objects.InstanceAction.action_start(context, instance.uuid,
+                                                    instance_action.CREATE)
+                mappings = [dict(b) for b in bdm_dicts]
+                if image_ref and not any(b.get("boot_index") == 0 for b in mappings):
+                    mappings.insert(0, {"source_type": "image", "destination_type": "local",
+                                        "boot_index": 0, "uuid": image_ref,
+                                        "delete_on_termination": True})
+                device_names.assign(mappings)
+                for mapping in mappings:
+                    bdm = self._new_bdm(context, instance, mapping)
+                    bdm.create()
+                    created_bdms.append(bdm)
+                    if bdm.is_volume:
+                        attachment = self.volume_api.attachment_create(
+                            context, bdm.volume_id, instance.uuid)
+                        bdm.attachment_id = attachment["id"]
+                        bdm.save()
+        except Exception:
+            conductor_manager.release_instance_volumes(context, self.volume_api,
+                                                       created_bdms)
+            for instance in instances:
+                try:
+                    instance.destroy()
+                except Exception:
+                    LOG.exception("rollback of server %s failed", instance.uuid)
+            raise
+        self.compute_task_api.build_instances(context, instances)
+        return instances, reservation_id
+
+    @staticmethod
+    def _new_bdm(context, instance, mapping):
+        source = mapping.get("source_type")
+        return objects.BlockDeviceMapping(
+            context, uuid=str(uuidlib.uuid4()), instance_uuid=instance.uuid,
+            source_type=source, destination_type=mapping.get("destination_type"),
+            boot_index=mapping.get("boot_index"), device_name=mapping.get("device_name"),
+            volume_id=mapping.get("uuid") if source == "volume" else None,
+            image_id=mapping.get("uuid") if source == "image" else None,
+            snapshot_id=mapping.get("uuid") if source == "snapshot" else None,
+            delete_on_termination=bool(mapping.get("delete_on_termination", False)),
+            tag=mapping.get("tag"), volume_size=mapping.get("volume_size"),
+            volume_type=mapping.get("volume_type"), disk_bus=mapping.get("disk_bus"),
+            device_type=mapping.get("device_type"),
+            guest_format=mapping.get("guest_format"),
+            no_device=bool(mapping.get("no_device", False)))
+
+    def delete(self, context, instance):
+        self._check_locked(context, instance)
+        if instance.task_state == "deleting":
+            return
+        objects.InstanceAction.action_start(context, instance.uuid, instance_action.DELETE)
+        if instance.host and self._host_is_up(context, instance.host):
+            instance.task_state = "deleting"
+            try:
+                instance.save(expected_task_state=[None, "scheduling", "spawning"])
+            except exception.UnexpectedTaskState:
+                return
+            self.compute_task_api.delete_instance(context, instance)
+            return
+        self._local_delete(context, instance)
+
+    def _local_delete(self, context, instance):
+        """Delete a server that is on no (running) host, here in the API."""
+        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)
+        conductor_manager.release_instance_volumes(context, self.volume_api, bdms)
+        try:
+            instance.destroy()
+        except exception.InstanceNotFound:
+            pass
+
+    @staticmethod
+    def _host_is_up(context, host):
+        service = objects.Service.get_by_host_and_binary(context.elevated(), host,
+                                                         "volattach-compute")
+        return service is not None and servicegroup.is_up(service)
+
+    # -- volume attachments -------------------------------------------------------------
+    def get_volume_attachments(self, context, instance):
+        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)
+        return [b for b in bdms if b.is_volume]
+
+    def get_volume_attachment(self, context, instance, volume_id):
+        try:
+            bdm = objects.BlockDeviceMapping.get_by_volume_and_instance(
+                context, volume_id, instance.uuid)
+        except exception.VolumeBDMNotFound:
+            raise exception.VolumeBDMNotFound(volume_id=volume_id)
+        if not bdm.is_volume:
+            raise exception.VolumeBDMNotFound(volume_id=volume_id)
+        return bdm
+
+    def attach_volume(self, context, instance, volume_id, device=None, tag=None,
+                      delete_on_termination=False, supports_multiattach=False,
+                      wait=True):
+        self._check_locked(context, instance)
+        self._check_state(instance, "attach_volume", ATTACH_DETACH_VM_STATES)
+        volume = self.volume_api.get(context, volume_id)
+        if volume.get("multiattach") and not supports_multiattach:
+            raise exception.MultiattachNotSupportedOldMicroversion()
+        for bdm in objects.BlockDeviceMappingList.get_by_instance_uuid(
+                context, instance.uuid):
+            if bdm.volume_id == volume_id:
+                raise exception.InvalidVolume(reason="volume %s already attached" % volume_id)
+        self._check_volume_attachable(volume)
+        if not self._host_is_up(context, instance.host):
+            raise exception.ServiceUnavailableConflict(host=instance.host)
+        objects.InstanceAction.action_start(context, instance.uuid,
+                                            instance_action.ATTACH_VOLUME)
+        return self.compute_task_api.attach_volume(
+            context, instance, volume_id, device=device, tag=tag,
+            delete_on_termination=delete_on_termination, do_cast=not wait)
+
+    def detach_volume(self, context, instance, volume_id):
+        self._check_locked(context, instance)
+        self._check_state(instance, "detach_volume", ATTACH_DETACH_VM_STATES)
+        bdm = self.get_volume_attachment(context, instance, volume_id)
+        if bdm.is_root:
+            raise exception.CannotDetachRootVolume()
+        if not bdm.attachment_id or not bdm.connection_info:
+            raise exception.Conflict(reason="the attachment of volume %s is still in "
+                                            "progress" % volume_id)
+        if instance.host and not self._host_is_up(context, instance.host):
+            raise exception.ServiceUnavailableConflict(host=instance.host)
+        self.volume_api.begin_detaching(context, volume_id)
+        objects.InstanceAction.action_start(context, instance.uuid,
+                                            instance_action.DETACH_VOLUME)
+        try:
+            self.compute_task_api.detach_volume(context, instance, volume_id)
+        except Exception:
+            self.volume_api.roll_detaching(context, volume_id)
+            raise
+
+    def update_volume_attachment(self, context, instance, volume_id, delete_on_termination):
+        self._check_locked(context, instance)
+        bdm = self.get_volume_attachment(context, instance, volume_id)
+        bdm.delete_on_termination = bool(delete_on_termination)
+        bdm.save()
+
+    # -- server actions ---------------------------------------------------------------------
+    def lock(self, context, instance, reason=None):
+        instance.locked = True
+        instance.locked_by = "admin" if (context.is_admin and
+                                         context.project_id != instance.project_id) else "owner"
+        instance.locked_reason = reason
+        instance.save()
+
+    def unlock(self, context, instance):
+        if (instance.locked and instance.locked_by == "admin"
+                and not context.is_admin):
+            raise exception.PolicyNotAuthorized(action="os_compute_api:os-lock-server:unlock")
+        instance.locked = False
+        instance.locked_by = None
+        instance.locked_reason = None
+        instance.save()
+
+    # -- instance actions -------------------------------------------------------------------
+    def get_instance_actions(self, context, instance):
+        return list(objects.InstanceActionList.get_by_instance_uuid(context, instance.uuid))
+
+    def get_instance_action(self, context, instance, request_id):
+        action = objects.InstanceAction.get_by_request_id(context, instance.uuid, request_id)
+        if action is None:
+            raise exception.InstanceActionNotFound(request_id=request_id,
+                                                   instance_uuid=instance.uuid)
+        events = list(objects.InstanceActionEventList.get_by_action(context, action.id))
+        return action, events

@@ -1,0 +1,116 @@
+"""The compute manager: RPC endpoints of a compute host.
+
+Host-local work only, under the per-instance lock: pick device names, plug
+and unplug volumes with the virt driver, build and destroy guests.  Objects
+are read and saved through the conductor (``indirection_api``); there is no
+database and no Cinder client here.  Every failure leaves the host as it
+was before the call (a connected volume whose attach failed is disconnected)
+and is raised to the conductor, which owns the rollback of the workflow.
+"""
+import logging
+import uuid as uuidlib
+
+import oslo_messaging as messaging
+
+import objects
+from compute import locks
+from volattach import exception
+from volattach.conf import CONF
+
+LOG = logging.getLogger(__name__)
+
+
+class ComputeManager:
+    target = messaging.Target(version="1.0")
+
+    def __init__(self, host, driver):
+        self.host = host
+        self.driver = driver
+
+    # -- device names -----------------------------------------------------------
+    def reserve_block_device_name(self, context, instance, device, volume_id,
+                                  tag=None, delete_on_termination=False):
+        """Pick the next free device name and create the volume's BDM."""
+        with locks.lock(instance.uuid):
+            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+                context, instance.uuid)
+            if any(b.volume_id == volume_id for b in bdms):
+                raise exception.VolumeAlreadyAttached(volume_id=volume_id,
+                                                      server_id=instance.uuid)
+            limit = CONF.compute.max_disk_devices_to_attach
+            if limit >= 0 and len(bdms) >= limit:
+                raise exception.TooManyDiskDevices(maximum=limit)
+            used = [b.device_name for b in bdms if b.device_name]
+            name = self.driver.get_device_name_for_instance(instance, used, device)
+            bdm = objects.BlockDeviceMapping(
+                context, uuid=str(uuidlib.uuid4()), instance_uuid=instance.uuid,
+                source_type="volume", destination_type="volume",
+                volume_id=volume_id, device_name=name, boot_index=None,
+                tag=tag, delete_on_termination=delete_on_termination)
+            bdm.create()
+            return bdm
+
+    # -- volumes ------------------------------------------------------------------
+    def attach_volume(self, context, instance, bdm):
+        """Connect the volume on this host and plug it into the guest."""
+        with locks.lock(instance.uuid):
+            connection_info = bdm.get_connection_info()
+            self.driver.connect_volume(connection_info, instance)
+            try:
+                self.driver.attach_volume(instance, connection_info, bdm.device_name)
+            except Exception:
+                LOG.exception("attach of volume %s to %s failed; disconnecting",
+                              bdm.volume_id, instance.uuid)
+                self._safe_disconnect(connection_info, instance)
+                raise
+
+    def detach_volume(self, context, instance, bdm):
+        """Unplug the volume from the guest and disconnect it from the host."""
+        with locks.lock(instance.uuid):
+            connection_info = bdm.get_connection_info()
+            self.driver.detach_volume(instance, connection_info, bdm.device_name)
+            if connection_info:
+                self.driver.disconnect_volume(connection_info, instance)
+
+    def _safe_disconnect(self, connection_info, instance):
+        try:
+            self.driver.disconnect_volume(connection_info, instance)
+        except Exception:
+            LOG.exception("disconnect during rollback failed")
+
+    # -- servers ------------------------------------------------------------------
+    def build_and_run_instance(self, context, instance, bdms):
+        """Connect the server's volumes and spawn the guest."""
+        with locks.lock(instance.uuid):
+            connected = []
+            try:
+                block_device_info = []
+                for bdm in bdms:
+                    if not bdm.is_volume:
+                        continue
+                    info = bdm.get_connection_info()
+                    self.driver.connect_volume(info, instance)
+                    connected.append(info)
+                    block_device_info.append({"device_name": bdm.device_name,
+                                              "connection_info": info})
+                self.driver.spawn(instance, block_device_info)
+            except Exception:
+                for info in connected:
+                    self._safe_disconnect(info, instance)
+                raise
+
+    def terminate_instance(self, context, instance, bdms):
+        """Destroy the guest and disconnect its volumes from this host."""
+        with locks.lock(instance.uuid):
+            self.driver.destroy(instance)
+            for bdm in bdms:
+                if bdm.is_volume and bdm.connection_info:
+                    self._safe_disconnect(bdm.get_connection_info(), instance)
+
+    def power_off_instance(self, context, instance):
+        with locks.lock(instance.uuid):
+            self.driver.power_off(instance)
+
+    def power_on_instance(self, context, instance):
+        with locks.lock(instance.uuid):
+            self.driver.power_on(instance)

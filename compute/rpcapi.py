@@ -1,0 +1,102 @@
+"""Client side of the compute RPC API (used by the conductor).
+
+API version history:
+
+    1.0 - Initial version: reserve_block_device_name, attach_volume,
+          detach_volume, build_and_run_instance, terminate_instance,
+          power_off_instance, power_on_instance
+
+When adding a method or an argument: bump ``VERSION``, add a line above, add
+a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
+``SERVICE_VERSION``, and make the compute manager's ``target`` match.
+tests/unit/test_versions.py fails if one of these moves without the others.
+
+The client caps itself (``[upgrade_levels] compute``): ``auto`` means the RPC
+version of the oldest running compute, read from the services table and
+cached for ``_CAP_TTL`` seconds, so a rolling upgrade needs no restart of the
+conductor.
+"""
+import threading
+import time
+
+import oslo_messaging as messaging
+
+import rpc
+from objects import service as service_obj
+from volattach import context as volattach_context
+from volattach.conf import CONF
+
+TOPIC = "compute"
+BINARY = "volattach-compute"
+_CAP_TTL = 10.0
+
+
+class ComputeAPI:
+    VERSION = "1.0"
+
+    def __init__(self):
+        self._cap_lock = threading.Lock()
+        self._cap = None
+        self._cap_time = 0.0
+        self._clients = {}
+
+    # -- version cap --------------------------------------------------------------
+    def version_cap(self):
+        level = CONF.upgrade_levels.compute
+        if not level:
+            return None
+        if level != "auto":
+            return level
+        now = time.monotonic()
+        with self._cap_lock:
+            if self._cap is not None and now - self._cap_time < _CAP_TTL:
+                return self._cap
+        from objects.service import Service
+        minimum = Service.get_minimum_version(volattach_context.get_admin_context(),
+                                              BINARY)
+        cap = service_obj.compute_rpc_for_service_version(minimum) or self.VERSION
+        with self._cap_lock:
+            self._cap, self._cap_time = cap, now
+        return cap
+
+    def _client(self, host, timeout=None):
+        cap = self.version_cap()
+        key = (host, cap, timeout)
+        client = self._clients.get(key)
+        if client is None:
+            target = messaging.Target(topic=TOPIC, server=host, version=self.VERSION)
+            client = rpc.get_client(target, version_cap=cap, timeout=timeout)
+            self._clients[key] = client
+        return client
+
+    # -- calls ----------------------------------------------------------------------
+    def reserve_block_device_name(self, ctxt, instance, device, volume_id,
+                                  tag=None, delete_on_termination=False):
+        cctxt = self._client(instance.host).prepare(version="1.0")
+        return cctxt.call(ctxt, "reserve_block_device_name", instance=instance,
+                          device=device, volume_id=volume_id, tag=tag,
+                          delete_on_termination=delete_on_termination)
+
+    def attach_volume(self, ctxt, instance, bdm):
+        cctxt = self._client(instance.host).prepare(version="1.0")
+        return cctxt.call(ctxt, "attach_volume", instance=instance, bdm=bdm)
+
+    def detach_volume(self, ctxt, instance, bdm):
+        cctxt = self._client(instance.host).prepare(version="1.0")
+        return cctxt.call(ctxt, "detach_volume", instance=instance, bdm=bdm)
+
+    def build_and_run_instance(self, ctxt, instance, bdms):
+        cctxt = self._client(instance.host).prepare(version="1.0")
+        return cctxt.call(ctxt, "build_and_run_instance", instance=instance, bdms=bdms)
+
+    def terminate_instance(self, ctxt, instance, bdms):
+        cctxt = self._client(instance.host).prepare(version="1.0")
+        return cctxt.call(ctxt, "terminate_instance", instance=instance, bdms=bdms)
+
+    def power_off_instance(self, ctxt, instance):
+        cctxt = self._client(instance.host).prepare(version="1.0")
+        return cctxt.call(ctxt, "power_off_instance", instance=instance)
+
+    def power_on_instance(self, ctxt, instance):
+        cctxt = self._client(instance.host).prepare(version="1.0")
+        return cctxt.call(ctxt, "power_on_instance", instance=instance)

@@ -1,0 +1,8 @@
+"""Virt drivers: what a compute asks of its hypervisor."""
+
+
+def load_driver(name, host):
+    if name == "fake":
+        from compute.virt import fake
+        return fake.FakeDriver(host)
+    raise ValueError("unknown virt driver %r" % name)

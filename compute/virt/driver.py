@@ -1,0 +1,51 @@
+"""The virt-driver interface a compute manager calls.
+
+Every method is host-local.  ``connect_volume``/``disconnect_volume`` are the
+host side of a volume connection (os-brick's job on a real host); attach and
+detach put the connected device into the guest and take it out.
+"""
+import abc
+
+
+class ComputeDriver(abc.ABC):
+
+    def __init__(self, host):
+        self.host = host
+
+    @abc.abstractmethod
+    def get_volume_connector(self):
+        """The host connector (os-brick's get_connector_properties shape)."""
+
+    @abc.abstractmethod
+    def get_device_name_for_instance(self, instance, used_device_names, requested):
+        """Pick (or check) the guest device name of a new volume."""
+
+    @abc.abstractmethod
+    def spawn(self, instance, block_device_info):
+        """Create and start the guest with its connected volumes."""
+
+    @abc.abstractmethod
+    def destroy(self, instance):
+        """Stop and remove the guest (idempotent)."""
+
+    @abc.abstractmethod
+    def connect_volume(self, connection_info, instance):
+        """Make the volume's device appear on this host."""
+
+    @abc.abstractmethod
+    def disconnect_volume(self, connection_info, instance):
+        """Remove the volume's host device (idempotent)."""
+
+    @abc.abstractmethod
+    def attach_volume(self, instance, connection_info, device_name):
+        """Plug a connected volume into the guest at ``device_name``."""
+
+    @abc.abstractmethod
+    def detach_volume(self, instance, connection_info, device_name):
+        """Unplug a volume from the guest (idempotent)."""
+
+    def power_off(self, instance):
+        pass
+
+    def power_on(self, instance):
+        pass

@@ -1,0 +1,135 @@
+"""An in-memory virt driver for tests, benchmarks and the embedded default.
+
+Latency per operation and injected failures come from ``[fake_driver]``.  The
+fake host keeps which devices each guest has and which volume connections
+the host holds, and counts connects and disconnects, so tests can check that
+nothing is left connected.
+"""
+import threading
+import time
+
+from compute.virt import driver
+from volattach import exception
+from volattach.conf import CONF
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def device_suffix(index):
+    """0 -> a, 25 -> z, 26 -> aa (the kernel's disk naming)."""
+    name = ""
+    index += 1
+    while index:
+        index, rem = divmod(index - 1, 26)
+        name = _LETTERS[rem] + name
+    return name
+
+
+class FakeDriver(driver.ComputeDriver):
+
+    def __init__(self, host):
+        super().__init__(host)
+        self._lock = threading.Lock()
+        self.guests = {}          # instance uuid -> {"power": str, "devices": {dev: conn}}
+        self.connections = {}     # connection key -> connection_info
+        self.connects = 0
+        self.disconnects = 0
+
+    # -- helpers --------------------------------------------------------------
+    def _step(self, operation):
+        latency = getattr(CONF.fake_driver, "%s_latency" % operation, 0.0) \
+            if operation in ("reserve", "attach", "detach", "spawn") else 0.0
+        if latency:
+            time.sleep(latency)
+        if operation in CONF.fake_driver.fail_operations:
+            raise exception.VirtDriverError(operation=operation,
+                                            reason="injected failure")
+
+    @staticmethod
+    def _connection_key(connection_info):
+        data = (connection_info or {}).get("data") or connection_info or {}
+        return (data.get("attachment_id") or data.get("volume_id")
+                or repr(sorted(data.items())))
+
+    # -- driver interface -------------------------------------------------------
+    def get_volume_connector(self):
+        return {
+            "host": self.host,
+            "initiator": "iqn.2026-11.org.volattach:%s" % self.host,
+            "ip": "127.0.0.1",
+            "platform": "x86_64",
+            "os_type": "linux",
+            "multipath": False,
+            "do_local_attach": False,
+        }
+
+    def get_device_name_for_instance(self, instance, used_device_names, requested):
+        self._step("reserve")
+        prefix = "/dev/" + CONF.fake_driver.device_prefix
+        used = set(used_device_names)
+        if requested:
+            if requested in used:
+                raise exception.DevicePathInUse(path=requested)
+            return requested
+        index = 0
+        while True:
+            candidate = prefix + device_suffix(index)
+            if candidate not in used:
+                return candidate
+            index += 1
+
+    def spawn(self, instance, block_device_info):
+        self._step("spawn")
+        with self._lock:
+            self.guests[instance.uuid] = {
+                "power": "running",
+                "devices": {d["device_name"]: d["connection_info"]
+                            for d in block_device_info},
+            }
+
+    def destroy(self, instance):
+        self._step("destroy")
+        with self._lock:
+            self.guests.pop(instance.uuid, None)
+
+    def connect_volume(self, connection_info, instance):
+        self._step("connect")
+        with self._lock:
+            self.connections[self._connection_key(connection_info)] = connection_info
+            self.connects += 1
+
+    def disconnect_volume(self, connection_info, instance):
+        self._step("disconnect")
+        with self._lock:
+            if self.connections.pop(self._connection_key(connection_info), None) is not None:
+                self.disconnects += 1
+
+    def attach_volume(self, instance, connection_info, device_name):
+        self._step("attach")
+        with self._lock:
+            guest = self.guests.setdefault(instance.uuid,
+                                           {"power": "running", "devices": {}})
+            guest["devices"][device_name] = connection_info
+
+    def detach_volume(self, instance, connection_info, device_name):
+        self._step("detach")
+        with self._lock:
+            guest = self.guests.get(instance.uuid)
+            if guest:
+                guest["devices"].pop(device_name, None)
+
+    def power_off(self, instance):
+        with self._lock:
+            if instance.uuid in self.guests:
+                self.guests[instance.uuid]["power"] = "shutdown"
+
+    def power_on(self, instance):
+        with self._lock:
+            if instance.uuid in self.guests:
+                self.guests[instance.uuid]["power"] = "running"
+
+    def stats(self):
+        with self._lock:
+            return {"connects": self.connects, "disconnects": self.disconnects,
+                    "connections": len(self.connections),
+                    "guests": len(self.guests)}

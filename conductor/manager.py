@@ -1,0 +1,282 @@
+"""Conductor endpoints: object proxying for computes, and the workflows.
+
+Every workflow records an instance-action event and undoes, in reverse, the
+steps it completed when a later step fails: no BDM without its attachment,
+no attachment without its BDM, no volume left reserved.
+"""
+import logging
+
+import oslo_messaging as messaging
+from oslo_utils import versionutils
+
+import objects
+from compute import rpcapi as compute_rpcapi
+from conductor import scheduler
+from db.models import utcnow
+from objects import base as objects_base
+from objects import instance as instance_obj
+from volattach import exception
+
+LOG = logging.getLogger(__name__)
+
+
+class ConductorManager:
+    """Object indirection: computes read and save objects through here."""
+
+    target = messaging.Target(version="1.0")
+
+    def object_class_action_versions(self, context, objname, objmethod,
+                                     object_versions, args, kwargs):
+        objclass = objects_base.VolattachObject.obj_class_from_name(
+            objname, object_versions[objname])
+        result = getattr(objclass, objmethod)(context, *args, **kwargs)
+        if isinstance(result, objects_base.VolattachObject):
+            wanted = versionutils.convert_version_to_tuple(object_versions[objname])
+            have = versionutils.convert_version_to_tuple(result.VERSION)
+            if wanted < have or wanted[0] != have[0]:
+                return result.obj_to_primitive(target_version=object_versions[objname],
+                                               version_manifest=object_versions)
+        return result
+
+    def object_action(self, context, objinst, objmethod, args, kwargs):
+        before = objinst.obj_clone()
+        result = getattr(objinst, objmethod)(*args, **kwargs)
+        updates = {}
+        for name, field in objinst.fields.items():
+            if not objinst.obj_attr_is_set(name):
+                continue
+            if (not before.obj_attr_is_set(name)
+                    or getattr(before, name) != getattr(objinst, name)):
+                updates[name] = field.to_primitive(objinst, name, getattr(objinst, name))
+        updates["obj_what_changed"] = objinst.obj_what_changed()
+        return updates, result
+
+    def object_backport_versions(self, context, objinst, object_versions):
+        return objinst.obj_to_primitive(
+            target_version=object_versions[objinst.obj_name()],
+            version_manifest=object_versions)
+
+
+class _Event:
+    """Records one instance-action event around a workflow step."""
+
+    def __init__(self, context, instance_uuid, name, host=None):
+        self.event = objects.InstanceActionEvent.event_start(
+            context, instance_uuid, name, host=host)
+
+    def success(self):
+        self.event.finish()
+
+    def failure(self, error):
+        self.event.finish(error=error)
+
+
+class ComputeTaskManager:
+    """Workflows started by the compute API."""
+
+    target = messaging.Target(namespace="compute_task", version="1.1")
+
+    def __init__(self, volume_api=None):
+        from volume import cinder
+        self.compute_rpcapi = compute_rpcapi.ComputeAPI()
+        self.volume_api = volume_api or cinder.VolumeAPI()
+
+    # -- helpers ------------------------------------------------------------------
+    def _connector(self, context, host, device_name=None):
+        service = objects.Service.get_by_host_and_binary(
+            context.elevated(), host, compute_rpcapi.BINARY)
+        if service is None or not service.connector:
+            raise exception.ComputeHostNotFound(host=host)
+        connector = dict(service.connector)
+        if device_name:
+            connector["mountpoint"] = device_name
+        return connector
+
+    def _cleanup_attachment(self, context, attachment_id):
+        try:
+            self.volume_api.attachment_delete(context, attachment_id)
+        except exception.VolumeAttachmentNotFound:
+            pass
+        except Exception:
+            LOG.exception("could not delete attachment %s during rollback",
+                          attachment_id)
+
+    # -- attach -----------------------------------------------------------------------
+    def attach_volume(self, context, instance, volume_id, device=None, tag=None,
+                      delete_on_termination=False):
+        """Reserve a device on the compute, attach in Cinder, plug on the host.
+
+        Returns the device name.  Any failure undoes the completed steps and
+        is re-raised (the caller of a cast only sees it in the instance
+        action's failed event).
+        """
+        event = _Event(context, instance.uuid, "compute_attach_volume", instance.host)
+        bdm = attachment_id = None
+        plugged = False
+        try:
+            bdm = self.compute_rpcapi.reserve_block_device_name(
+                context, instance, device, volume_id, tag=tag,
+                delete_on_termination=delete_on_termination)
+            attachment = self.volume_api.attachment_create(context, volume_id,
+                                                           instance.uuid)
+            attachment_id = attachment["id"]
+            bdm.attachment_id = attachment_id
+            bdm.save()
+            connector = self._connector(context, instance.host, bdm.device_name)
+            attachment = self.volume_api.attachment_update(
+                context, attachment_id, connector, mountpoint=bdm.device_name)
+            bdm.set_connection_info(attachment["connection_info"])
+            bdm.save()
+            self.compute_rpcapi.attach_volume(context, instance, bdm)
+            plugged = True
+            self.volume_api.attachment_complete(context, attachment_id)
+        except Exception as error:
+            LOG.warning("attach of volume %s to server %s failed: %s",
+                        volume_id, instance.uuid, error)
+            if plugged:
+                try:
+                    self.compute_rpcapi.detach_volume(context, instance, bdm)
+                except Exception:
+                    LOG.exception("unplug during rollback failed")
+            if attachment_id:
+                self._cleanup_attachment(context, attachment_id)
+            if bdm is not None:
+                try:
+                    bdm.destroy()
+                except Exception:
+                    LOG.exception("could not destroy BDM during rollback")
+            event.failure(error)
+            raise
+        event.success()
+        return bdm.device_name
+
+    # -- detach -----------------------------------------------------------------------
+    def detach_volume(self, context, instance, volume_id):
+        """Unplug on the compute, delete the attachment, destroy the BDM."""
+        event = _Event(context, instance.uuid, "compute_detach_volume", instance.host)
+        try:
+            bdm = objects.BlockDeviceMapping.get_by_volume_and_instance(
+                context, volume_id, instance.uuid)
+            if instance.host:
+                self.compute_rpcapi.detach_volume(context, instance, bdm)
+        except Exception as error:
+            LOG.warning("detach of volume %s from %s failed: %s",
+                        volume_id, instance.uuid, error)
+            try:
+                self.volume_api.roll_detaching(context, volume_id)
+            except Exception:
+                LOG.exception("roll_detaching failed")
+            event.failure(error)
+            return
+        try:
+            if bdm.attachment_id:
+                try:
+                    self.volume_api.attachment_delete(context, bdm.attachment_id)
+                except exception.VolumeAttachmentNotFound:
+                    pass
+            bdm.destroy()
+        except Exception as error:
+            LOG.exception("detach of volume %s: cleanup failed", volume_id)
+            event.failure(error)
+            return
+        event.success()
+
+    # -- build ------------------------------------------------------------------------
+    def build_instances(self, context, instances):
+        for instance in instances:
+            self._build_one(context, instance)
+
+    def _build_one(self, context, instance):
+        event = _Event(context, instance.uuid, "compute_build_and_run_instance")
+        try:
+            host = scheduler.select_host(context, instance.availability_zone)
+            instance.host = host
+            instance.node = host
+            instance.task_state = "spawning"
+            instance.save(expected_task_state=["scheduling"])
+            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+                context, instance.uuid)
+            connector = None
+            for bdm in bdms:
+                if bdm.is_volume and bdm.attachment_id:
+                    connector = connector or self._connector(context, host)
+                    attachment = self.volume_api.attachment_update(
+                        context, bdm.attachment_id,
+                        dict(connector, mountpoint=bdm.device_name),
+                        mountpoint=bdm.device_name)
+                    bdm.set_connection_info(attachment["connection_info"])
+                    bdm.save()
+            self.compute_rpcapi.build_and_run_instance(context, instance, bdms)
+            for bdm in bdms:
+                if bdm.is_volume and bdm.attachment_id:
+                    self.volume_api.attachment_complete(context, bdm.attachment_id)
+            instance.vm_state = instance_obj.ACTIVE
+            instance.power_state = instance_obj.RUNNING
+            instance.task_state = None
+            instance.launched_at = utcnow()
+            instance.save(expected_task_state=["spawning"])
+        except exception.UnexpectedTaskState as error:
+            # deleted or changed while building: the delete owns the cleanup
+            LOG.info("build of %s interrupted: %s", instance.uuid, error)
+            event.failure(error)
+            return
+        except exception.InstanceNotFound as error:
+            event.failure(error)
+            return
+        except Exception as error:
+            LOG.warning("build of %s failed: %s", instance.uuid, error)
+            try:
+                instance.vm_state = instance_obj.ERROR
+                instance.task_state = None
+                instance.fault = {"code": 500 if not isinstance(
+                    error, exception.NoValidHost) else 500,
+                    "message": (error.format_message()
+                                if isinstance(error, exception.VolattachException)
+                                else str(error)) or error.__class__.__name__,
+                    "created": utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")}
+                instance.save()
+            except Exception:
+                LOG.exception("could not put %s in ERROR", instance.uuid)
+            event.failure(error)
+            return
+        event.success()
+
+    # -- delete ------------------------------------------------------------------------
+    def delete_instance(self, context, instance):
+        """Destroy the guest, release every volume, then the server."""
+        event = _Event(context, instance.uuid, "compute_terminate_instance", instance.host)
+        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)
+        if instance.host:
+            try:
+                self.compute_rpcapi.terminate_instance(context, instance, bdms)
+            except Exception as error:
+                LOG.warning("terminate of %s on %s failed (%s); deleting locally",
+                            instance.uuid, instance.host, error)
+        release_instance_volumes(context, self.volume_api, bdms)
+        try:
+            instance.destroy()
+        except exception.InstanceNotFound:
+            pass
+        event.success()
+
+
+def release_instance_volumes(context, volume_api, bdms):
+    """Delete every attachment of the BDMs (volumes on delete_on_termination)
+    and destroy the BDMs.  Shared by the conductor and the API's local delete."""
+    for bdm in bdms:
+        if bdm.is_volume and bdm.attachment_id:
+            try:
+                volume_api.attachment_delete(context, bdm.attachment_id)
+            except exception.VolumeAttachmentNotFound:
+                pass
+            except Exception:
+                LOG.exception("could not delete attachment %s", bdm.attachment_id)
+        if bdm.is_volume and bdm.delete_on_termination and bdm.volume_id:
+            try:
+                volume_api.delete_volume(context, bdm.volume_id)
+            except Exception:
+                LOG.exception("could not delete volume %s", bdm.volume_id)
+        try:
+            bdm.destroy()
+        except Exception:
+            LOG.exception("could not destroy BDM %s", bdm.uuid)

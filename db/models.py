@@ -1,0 +1,163 @@
+"""SQLAlchemy 2 models of the compute database.
+
+JSON-ish columns (flavor, metadata, connector, connection_info, fault) hold
+JSON text; the objects layer encodes and decodes them.  Indexes follow the
+queries the API and conductor make: by instance, by volume, by host, by
+project, so that list calls stay flat as the database grows.
+"""
+import datetime
+
+from sqlalchemy import (Boolean, DateTime, ForeignKey, Index, Integer, String,
+                        Text, UniqueConstraint)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class TimestampMixin:
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, onupdate=utcnow)
+
+
+class Service(TimestampMixin, Base):
+    __tablename__ = "services"
+    __table_args__ = (UniqueConstraint("host", "binary", name="uniq_services0host0binary"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    host: Mapped[str] = mapped_column(String(255))
+    binary: Mapped[str] = mapped_column(String(255), index=True)
+    topic: Mapped[str | None] = mapped_column(String(255))
+    report_count: Mapped[int] = mapped_column(Integer, default=0)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    disabled_reason: Mapped[str | None] = mapped_column(String(255))
+    forced_down: Mapped[bool] = mapped_column(Boolean, default=False)
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    rpc_version: Mapped[str | None] = mapped_column(String(16))
+    connector: Mapped[str | None] = mapped_column(Text)
+    last_seen_up: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class Flavor(Base):
+    __tablename__ = "flavors"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    flavorid: Mapped[str] = mapped_column(String(255), unique=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    vcpus: Mapped[int] = mapped_column(Integer)
+    memory_mb: Mapped[int] = mapped_column(Integer)
+    root_gb: Mapped[int] = mapped_column(Integer)
+    ephemeral_gb: Mapped[int] = mapped_column(Integer, default=0)
+    swap: Mapped[int] = mapped_column(Integer, default=0)
+    rxtx_factor: Mapped[float] = mapped_column(Integer, default=1)
+    is_public: Mapped[bool] = mapped_column(Boolean, default=True)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    description: Mapped[str | None] = mapped_column(Text)
+
+
+class Instance(TimestampMixin, Base):
+    __tablename__ = "instances"
+    __table_args__ = (
+        Index("instances_project_id_deleted_idx", "project_id", "deleted"),
+        Index("instances_host_deleted_idx", "host", "deleted"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    project_id: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[str] = mapped_column(String(255))
+    display_name: Mapped[str | None] = mapped_column(String(255))
+    hostname: Mapped[str | None] = mapped_column(String(255))
+    host: Mapped[str | None] = mapped_column(String(255))
+    node: Mapped[str | None] = mapped_column(String(255))
+    vm_state: Mapped[str] = mapped_column(String(255))
+    task_state: Mapped[str | None] = mapped_column(String(255))
+    power_state: Mapped[int] = mapped_column(Integer, default=0)
+    flavor: Mapped[str] = mapped_column(Text)
+    image_ref: Mapped[str | None] = mapped_column(String(255))
+    key_name: Mapped[str | None] = mapped_column(String(255))
+    locked: Mapped[bool] = mapped_column(Boolean, default=False)
+    locked_by: Mapped[str | None] = mapped_column(String(16))
+    locked_reason: Mapped[str | None] = mapped_column(Text)
+    availability_zone: Mapped[str | None] = mapped_column(String(255))
+    reservation_id: Mapped[str | None] = mapped_column(String(255))
+    launch_index: Mapped[int] = mapped_column(Integer, default=0)
+    access_ip_v4: Mapped[str | None] = mapped_column(String(39))
+    access_ip_v6: Mapped[str | None] = mapped_column(String(39))
+    config_drive: Mapped[str | None] = mapped_column(String(255))
+    metadata_: Mapped[str | None] = mapped_column("metadata", Text)
+    fault: Mapped[str | None] = mapped_column(Text)
+    shelved_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    launched_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    terminated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    deleted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    deleted: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class BlockDeviceMapping(TimestampMixin, Base):
+    __tablename__ = "block_device_mappings"
+    __table_args__ = (
+        Index("block_device_mappings_instance_uuid_idx", "instance_uuid"),
+        Index("block_device_mappings_volume_id_idx", "volume_id"),
+        Index("block_device_mappings_attachment_id_idx", "attachment_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    instance_uuid: Mapped[str] = mapped_column(String(36))
+    source_type: Mapped[str | None] = mapped_column(String(255))
+    destination_type: Mapped[str | None] = mapped_column(String(255))
+    boot_index: Mapped[int | None] = mapped_column(Integer)
+    device_name: Mapped[str | None] = mapped_column(String(255))
+    volume_id: Mapped[str | None] = mapped_column(String(36))
+    attachment_id: Mapped[str | None] = mapped_column(String(36))
+    connection_info: Mapped[str | None] = mapped_column(Text)
+    delete_on_termination: Mapped[bool] = mapped_column(Boolean, default=False)
+    tag: Mapped[str | None] = mapped_column(String(255))
+    volume_size: Mapped[int | None] = mapped_column(Integer)
+    volume_type: Mapped[str | None] = mapped_column(String(255))
+    disk_bus: Mapped[str | None] = mapped_column(String(255))
+    device_type: Mapped[str | None] = mapped_column(String(255))
+    guest_format: Mapped[str | None] = mapped_column(String(255))
+    image_id: Mapped[str | None] = mapped_column(String(36))
+    snapshot_id: Mapped[str | None] = mapped_column(String(36))
+    no_device: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class InstanceAction(Base):
+    __tablename__ = "instance_actions"
+    __table_args__ = (
+        Index("instance_actions_instance_uuid_request_id_idx", "instance_uuid", "request_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    action: Mapped[str] = mapped_column(String(255))
+    instance_uuid: Mapped[str] = mapped_column(String(36))
+    request_id: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[str | None] = mapped_column(String(255))
+    project_id: Mapped[str | None] = mapped_column(String(255))
+    start_time: Mapped[datetime.datetime] = mapped_column(DateTime, default=utcnow)
+    finish_time: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    message: Mapped[str | None] = mapped_column(String(255))
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+
+
+class InstanceActionEvent(Base):
+    __tablename__ = "instance_actions_events"
+    __table_args__ = (Index("instance_actions_events_action_id_idx", "action_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    action_id: Mapped[int] = mapped_column(ForeignKey("instance_actions.id", ondelete="CASCADE"))
+    event: Mapped[str] = mapped_column(String(255))
+    start_time: Mapped[datetime.datetime] = mapped_column(DateTime, default=utcnow)
+    finish_time: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    result: Mapped[str | None] = mapped_column(String(255))
+    traceback: Mapped[str | None] = mapped_column(Text)
+    host: Mapped[str | None] = mapped_column(String(255))
+    details: Mapped[str | None] = mapped_column(Text)

@@ -1,0 +1,16 @@
+"""Versioned objects (oslo.versionedobjects): what crosses RPC and what the
+API and conductor load and save.
+
+``register_all()`` imports every object module; the registry then exposes the
+newest version of each class as ``objects.<Name>`` (Nova's pattern), so code
+writes ``objects.Instance.get_by_uuid(ctxt, uuid)``.  On a compute, remotable
+methods go through the conductor (``indirection_api``), never to the database.
+"""
+
+
+def register_all():
+    __import__("objects.flavor")
+    __import__("objects.instance")
+    __import__("objects.block_device")
+    __import__("objects.service")
+    __import__("objects.instance_action")

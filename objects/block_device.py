@@ -1,0 +1,116 @@
+"""BlockDeviceMapping: one disk of a server; for volumes, the link between a
+server, a Cinder volume and its Cinder attachment."""
+import json
+
+from oslo_versionedobjects import fields
+
+from objects import base
+from volattach import exception
+
+
+@base.VolattachObjectRegistry.register
+class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
+    # Version 1.0: Initial version
+    VERSION = "1.0"
+
+    fields = dict(base.VolattachPersistentObject.fields, **{
+        "id": fields.IntegerField(),
+        "uuid": fields.UUIDField(),
+        "instance_uuid": fields.UUIDField(),
+        "source_type": fields.StringField(nullable=True),
+        "destination_type": fields.StringField(nullable=True),
+        "boot_index": fields.IntegerField(nullable=True),
+        "device_name": fields.StringField(nullable=True),
+        "volume_id": fields.StringField(nullable=True),
+        "attachment_id": fields.StringField(nullable=True),
+        "connection_info": fields.SensitiveStringField(nullable=True),
+        "delete_on_termination": fields.BooleanField(default=False),
+        "tag": fields.StringField(nullable=True),
+        "volume_size": fields.IntegerField(nullable=True),
+        "volume_type": fields.StringField(nullable=True),
+        "disk_bus": fields.StringField(nullable=True),
+        "device_type": fields.StringField(nullable=True),
+        "guest_format": fields.StringField(nullable=True),
+        "image_id": fields.StringField(nullable=True),
+        "snapshot_id": fields.StringField(nullable=True),
+        "no_device": fields.BooleanField(default=False),
+    })
+
+    @property
+    def is_volume(self):
+        return self.destination_type == "volume"
+
+    @property
+    def is_root(self):
+        return self.boot_index == 0
+
+    def get_connection_info(self):
+        return json.loads(self.connection_info) if self.connection_info else None
+
+    def set_connection_info(self, info):
+        self.connection_info = json.dumps(info) if info is not None else None
+
+    @classmethod
+    def _from_row(cls, context, row):
+        return base.fill(cls(context), row)
+
+    @base.remotable_classmethod
+    def get_by_volume_and_instance(cls, context, volume_id, instance_uuid):
+        from db import api as db_api
+        return cls._from_row(context, db_api.bdm_get_by_volume_and_instance(
+            volume_id, instance_uuid))
+
+    @base.remotable
+    def create(self):
+        from db import api as db_api
+        if self.obj_attr_is_set("id"):
+            raise exception.ObjectActionError(action="create", reason="already created")
+        values = {n: getattr(self, n) for n in self.obj_what_changed() if n != "id"}
+        for name in ("delete_on_termination", "no_device"):
+            values.setdefault(name, False)
+        self._refresh(db_api.bdm_create(values))
+
+    @base.remotable
+    def save(self):
+        from db import api as db_api
+        names = [n for n in self.obj_what_changed() if n not in ("id", "uuid", "created_at")]
+        if names:
+            self._refresh(db_api.bdm_update(self.id, {n: getattr(self, n) for n in names}))
+
+    @base.remotable
+    def destroy(self):
+        from db import api as db_api
+        db_api.bdm_destroy(self.id)
+
+    def _refresh(self, row):
+        base.fill(self, row)
+
+
+@base.VolattachObjectRegistry.register
+class BlockDeviceMappingList(base.ObjectListBase, base.VolattachObject):
+    # Version 1.0: Initial version
+    VERSION = "1.0"
+
+    fields = {"objects": fields.ListOfObjectsField("BlockDeviceMapping")}
+
+    @base.remotable_classmethod
+    def get_by_instance_uuid(cls, context, instance_uuid):
+        from db import api as db_api
+        return cls._from_rows(context, db_api.bdm_get_by_instance_uuids([instance_uuid]))
+
+    @base.remotable_classmethod
+    def get_by_instance_uuids(cls, context, instance_uuids):
+        from db import api as db_api
+        return cls._from_rows(context, db_api.bdm_get_by_instance_uuids(instance_uuids))
+
+    @base.remotable_classmethod
+    def get_by_volume(cls, context, volume_id):
+        from db import api as db_api
+        return cls._from_rows(context, db_api.bdm_get_by_volume(volume_id))
+
+    @classmethod
+    def _from_rows(cls, context, rows):
+        return cls(context, objects=[BlockDeviceMapping._from_row(context, r) for r in rows])
+
+    def volumes(self):
+        return [b for b in self.objects if b.is_volume]

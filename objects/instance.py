@@ -1,0 +1,148 @@
+"""Instance: a server, its states and where it runs."""
+import json
+
+from oslo_versionedobjects import fields
+
+from objects import base
+from objects import flavor as flavor_obj
+from volattach import exception
+
+# vm_state values (Nova's)
+ACTIVE = "active"
+BUILDING = "building"
+STOPPED = "stopped"
+PAUSED = "paused"
+SUSPENDED = "suspended"
+RESIZED = "resized"
+SOFT_DELETED = "soft-delete"
+DELETED = "deleted"
+ERROR = "error"
+SHELVED = "shelved"
+SHELVED_OFFLOADED = "shelved_offloaded"
+
+# power_state values (Nova's)
+NOSTATE = 0
+RUNNING = 1
+PAUSED_POWER = 3
+SHUTDOWN = 4
+
+
+@base.VolattachObjectRegistry.register
+class Instance(base.VolattachPersistentObject, base.VolattachObject):
+    # Version 1.0: Initial version
+    VERSION = "1.0"
+
+    fields = dict(base.VolattachPersistentObject.fields, **{
+        "id": fields.IntegerField(),
+        "uuid": fields.UUIDField(),
+        "project_id": fields.StringField(),
+        "user_id": fields.StringField(),
+        "display_name": fields.StringField(nullable=True),
+        "hostname": fields.StringField(nullable=True),
+        "host": fields.StringField(nullable=True),
+        "node": fields.StringField(nullable=True),
+        "vm_state": fields.StringField(),
+        "task_state": fields.StringField(nullable=True),
+        "power_state": fields.IntegerField(),
+        "flavor": fields.ObjectField("Flavor"),
+        "image_ref": fields.StringField(nullable=True),
+        "key_name": fields.StringField(nullable=True),
+        "locked": fields.BooleanField(),
+        "locked_by": fields.StringField(nullable=True),
+        "locked_reason": fields.StringField(nullable=True),
+        "availability_zone": fields.StringField(nullable=True),
+        "reservation_id": fields.StringField(nullable=True),
+        "launch_index": fields.IntegerField(),
+        "access_ip_v4": fields.StringField(nullable=True),
+        "access_ip_v6": fields.StringField(nullable=True),
+        "config_drive": fields.StringField(nullable=True),
+        "metadata": fields.DictOfStringsField(),
+        "fault": base.JSONField(nullable=True),
+        "shelved_at": fields.DateTimeField(nullable=True),
+        "launched_at": fields.DateTimeField(nullable=True),
+        "terminated_at": fields.DateTimeField(nullable=True),
+        "deleted_at": fields.DateTimeField(nullable=True),
+        "deleted": fields.BooleanField(),
+    })
+
+    _JSON_COLUMNS = ("metadata", "fault")
+
+    @classmethod
+    def _from_row(cls, context, row):
+        obj = cls(context)
+        base.fill(obj, row, skip=("flavor", "metadata", "fault", "deleted"))
+        obj.flavor = flavor_obj.Flavor(context, **json.loads(row["flavor"]))
+        obj.metadata = json.loads(row["metadata"]) if row.get("metadata") else {}
+        obj.fault = json.loads(row["fault"]) if row.get("fault") else None
+        obj.deleted = bool(row["deleted"])
+        obj.obj_reset_changes(recursive=True)
+        return obj
+
+    def _to_values(self, names):
+        values = {}
+        for name in names:
+            value = getattr(self, name)
+            if name == "flavor":
+                value = json.dumps(value.obj_to_primitive()["volattach_object.data"])
+            elif name in self._JSON_COLUMNS:
+                value = json.dumps(value) if value is not None else None
+            elif name == "deleted":
+                continue
+            values[name] = value
+        return values
+
+    @base.remotable_classmethod
+    def get_by_uuid(cls, context, uuid, read_deleted=False):
+        from db import api as db_api
+        return cls._from_row(context, db_api.instance_get_by_uuid(uuid, read_deleted))
+
+    @base.remotable
+    def create(self):
+        from db import api as db_api
+        if self.obj_attr_is_set("id"):
+            raise exception.ObjectActionError(action="create", reason="already created")
+        names = [n for n in self.obj_what_changed() if n not in ("id", "deleted")]
+        row = db_api.instance_create(self._to_values(names))
+        self._refresh(row)
+
+    @base.remotable
+    def save(self, expected_task_state=None, expected_vm_state=None):
+        """Write the changed fields; expected states make it a compare-and-swap."""
+        from db import api as db_api
+        changes = self.obj_what_changed()
+        if self.obj_attr_is_set("flavor") and self.flavor.obj_what_changed():
+            changes.add("flavor")
+        names = [n for n in changes if n not in ("id", "uuid", "deleted", "created_at")]
+        if not names and expected_task_state is None and expected_vm_state is None:
+            return
+        row = db_api.instance_update(self.uuid, self._to_values(names),
+                                     expected_task_state=expected_task_state,
+                                     expected_vm_state=expected_vm_state)
+        self._refresh(row)
+
+    @base.remotable
+    def destroy(self):
+        from db import api as db_api
+        row = db_api.instance_destroy(self.uuid)
+        self._refresh(row)
+
+    def _refresh(self, row):
+        fresh = self._from_row(self._context, row)
+        for name in self.fields:
+            setattr(self, name, getattr(fresh, name))
+        self.obj_reset_changes(recursive=True)
+
+
+@base.VolattachObjectRegistry.register
+class InstanceList(base.ObjectListBase, base.VolattachObject):
+    # Version 1.0: Initial version
+    VERSION = "1.0"
+
+    fields = {"objects": fields.ListOfObjectsField("Instance")}
+
+    @base.remotable_classmethod
+    def get_by_filters(cls, context, filters, limit=None, marker=None, sort_dir="desc"):
+        from db import api as db_api
+        rows = db_api.instance_get_all(filters, limit=limit, marker=marker,
+                                       sort_dir=sort_dir)
+        return cls(context, objects=[Instance._from_row(context, r) for r in rows])

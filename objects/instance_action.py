@@ -1,0 +1,130 @@
+"""InstanceAction and InstanceActionEvent: what was done to a server, by whom,
+with which request id, and how each step ended (os-instance-actions)."""
+import traceback as tb
+
+from oslo_versionedobjects import fields
+
+from objects import base
+
+# action names (Nova's)
+CREATE = "create"
+DELETE = "delete"
+ATTACH_VOLUME = "attach_volume"
+DETACH_VOLUME = "detach_volume"
+SWAP_VOLUME = "swap_volume"
+
+
+@base.VolattachObjectRegistry.register
+class InstanceAction(base.VolattachObject):
+    # Version 1.0: Initial version
+    VERSION = "1.0"
+
+    fields = {
+        "id": fields.IntegerField(),
+        "action": fields.StringField(),
+        "instance_uuid": fields.UUIDField(),
+        "request_id": fields.StringField(),
+        "user_id": fields.StringField(nullable=True),
+        "project_id": fields.StringField(nullable=True),
+        "start_time": fields.DateTimeField(),
+        "finish_time": fields.DateTimeField(nullable=True),
+        "message": fields.StringField(nullable=True),
+        "updated_at": fields.DateTimeField(nullable=True),
+    }
+
+    @classmethod
+    def _from_row(cls, context, row):
+        return base.fill(cls(context), row)
+
+    @base.remotable_classmethod
+    def action_start(cls, context, instance_uuid, action):
+        from db import api as db_api
+        row = db_api.action_start({
+            "action": action, "instance_uuid": instance_uuid,
+            "request_id": context.request_id, "user_id": context.user_id,
+            "project_id": context.project_id})
+        return cls._from_row(context, row)
+
+    @base.remotable_classmethod
+    def get_by_request_id(cls, context, instance_uuid, request_id):
+        from db import api as db_api
+        row = db_api.action_get_by_request_id(instance_uuid, request_id)
+        return cls._from_row(context, row) if row else None
+
+
+@base.VolattachObjectRegistry.register
+class InstanceActionList(base.ObjectListBase, base.VolattachObject):
+    # Version 1.0: Initial version
+    VERSION = "1.0"
+
+    fields = {"objects": fields.ListOfObjectsField("InstanceAction")}
+
+    @base.remotable_classmethod
+    def get_by_instance_uuid(cls, context, instance_uuid):
+        from db import api as db_api
+        return cls(context, objects=[InstanceAction._from_row(context, r)
+                                     for r in db_api.actions_get(instance_uuid)])
+
+
+@base.VolattachObjectRegistry.register
+class InstanceActionEvent(base.VolattachObject):
+    # Version 1.0: Initial version
+    VERSION = "1.0"
+
+    fields = {
+        "id": fields.IntegerField(),
+        "action_id": fields.IntegerField(),
+        "event": fields.StringField(),
+        "start_time": fields.DateTimeField(),
+        "finish_time": fields.DateTimeField(nullable=True),
+        "result": fields.StringField(nullable=True),
+        "traceback": fields.StringField(nullable=True),
+        "host": fields.StringField(nullable=True),
+        "details": fields.StringField(nullable=True),
+    }
+
+    @classmethod
+    def _from_row(cls, context, row):
+        return base.fill(cls(context), row)
+
+    @base.remotable_classmethod
+    def event_start(cls, context, instance_uuid, event, host=None):
+        """Start ``event`` under the action of this request (created if missing)."""
+        from db import api as db_api
+        action = db_api.action_get_by_request_id(instance_uuid, context.request_id)
+        if action is None:
+            action = db_api.action_start({
+                "action": event.split("_", 1)[-1], "instance_uuid": instance_uuid,
+                "request_id": context.request_id, "user_id": context.user_id,
+                "project_id": context.project_id})
+        row = db_api.action_event_start({"action_id": action["id"], "event": event,
+                                         "host": host})
+        return cls._from_row(context, row)
+
+    @base.remotable
+    def finish(self, error=None):
+        """Finish this event with Success, or Error and the failure's text."""
+        from db import api as db_api
+        if error is None:
+            row = db_api.action_event_finish(self.id, "Success")
+        else:
+            text = "".join(tb.format_exception_only(type(error), error)) \
+                if isinstance(error, BaseException) else str(error)
+            row = db_api.action_event_finish(self.id, "Error", traceback=text,
+                                             details=str(error)[:255])
+            db_api.action_mark_failed(self.action_id, "Error")
+        base.fill(self, row)
+
+
+@base.VolattachObjectRegistry.register
+class InstanceActionEventList(base.ObjectListBase, base.VolattachObject):
+    # Version 1.0: Initial version
+    VERSION = "1.0"
+
+    fields = {"objects": fields.ListOfObjectsField("InstanceActionEvent")}
+
+    @base.remotable_classmethod
+    def get_by_action(cls, context, action_id):
+        from db import api as db_api
+        return cls(context, objects=[InstanceActionEvent._from_row(context, r)
+                                     for r in db_api.action_events_get(action_id)])

@@ -1,0 +1,134 @@
+"""Service: one running daemon (API, conductor, compute) in the services table.
+
+``SERVICE_VERSION`` is the integer every daemon writes into its row.  Bump it
+whenever a daemon's behaviour changes in a way another daemon must know
+about (a compute RPC version, a new feature), and add a line to
+``SERVICE_VERSION_HISTORY``: the API and conductor map the minimum version of
+the running computes to the compute RPC version they may send.
+tests/unit/test_versions.py fails when the compute RPC API changes without a
+new history entry.
+"""
+import json
+
+from oslo_versionedobjects import fields
+
+from objects import base
+from volattach import exception
+
+SERVICE_VERSION = 1
+
+SERVICE_VERSION_HISTORY = (
+    # Version 0: no service version reported (never sent by volattach)
+    {"compute_rpc": "1.0"},
+    # Version 1: initial: compute RPC 1.0 (reserve_block_device_name,
+    # attach_volume, detach_volume, build_and_run_instance,
+    # terminate_instance)
+    {"compute_rpc": "1.0"},
+)
+
+
+def compute_rpc_for_service_version(version):
+    if version is None or version < 0:
+        return None
+    version = min(version, len(SERVICE_VERSION_HISTORY) - 1)
+    return SERVICE_VERSION_HISTORY[version]["compute_rpc"]
+
+
+@base.VolattachObjectRegistry.register
+class Service(base.VolattachPersistentObject, base.VolattachObject):
+    # Version 1.0: Initial version
+    VERSION = "1.0"
+
+    fields = dict(base.VolattachPersistentObject.fields, **{
+        "id": fields.IntegerField(),
+        "uuid": fields.UUIDField(),
+        "host": fields.StringField(),
+        "binary": fields.StringField(),
+        "topic": fields.StringField(nullable=True),
+        "report_count": fields.IntegerField(),
+        "disabled": fields.BooleanField(),
+        "disabled_reason": fields.StringField(nullable=True),
+        "forced_down": fields.BooleanField(),
+        "version": fields.IntegerField(),
+        "rpc_version": fields.StringField(nullable=True),
+        "connector": base.JSONField(nullable=True),
+        "last_seen_up": fields.DateTimeField(nullable=True),
+    })
+
+    @classmethod
+    def _from_row(cls, context, row):
+        obj = base.fill(cls(context), row, skip=("connector",))
+        obj.connector = json.loads(row["connector"]) if row.get("connector") else None
+        obj.obj_reset_changes()
+        return obj
+
+    def _values(self, names):
+        values = {n: getattr(self, n) for n in names}
+        if "connector" in values:
+            values["connector"] = (json.dumps(values["connector"])
+                                   if values["connector"] is not None else None)
+        return values
+
+    @base.remotable_classmethod
+    def get_by_host_and_binary(cls, context, host, binary):
+        from db import api as db_api
+        row = db_api.service_get_by_host_and_binary(host, binary)
+        return cls._from_row(context, row) if row else None
+
+    @base.remotable_classmethod
+    def get_by_id(cls, context, service_id):
+        from db import api as db_api
+        return cls._from_row(context, db_api.service_get(service_id))
+
+    @base.remotable_classmethod
+    def get_minimum_version(cls, context, binary):
+        from db import api as db_api
+        return db_api.service_get_minimum_version(binary)
+
+    @base.remotable
+    def create(self):
+        from db import api as db_api
+        if self.obj_attr_is_set("id"):
+            raise exception.ObjectActionError(action="create", reason="already created")
+        values = self._values([n for n in self.obj_what_changed() if n != "id"])
+        values.setdefault("report_count", 0)
+        values.setdefault("disabled", False)
+        values.setdefault("forced_down", False)
+        self._refresh(db_api.service_create(values))
+
+    @base.remotable
+    def save(self):
+        from db import api as db_api
+        names = [n for n in self.obj_what_changed() if n not in ("id", "created_at")]
+        if names:
+            self._refresh(db_api.service_update(self.id, self._values(names)))
+
+    @base.remotable
+    def heartbeat(self):
+        from db import api as db_api
+        db_api.service_heartbeat(self.id)
+
+    @base.remotable
+    def destroy(self):
+        from db import api as db_api
+        db_api.service_destroy(self.id)
+
+    def _refresh(self, row):
+        fresh = self._from_row(self._context, row)
+        for name in self.fields:
+            setattr(self, name, getattr(fresh, name))
+        self.obj_reset_changes()
+
+
+@base.VolattachObjectRegistry.register
+class ServiceList(base.ObjectListBase, base.VolattachObject):
+    # Version 1.0: Initial version
+    VERSION = "1.0"
+
+    fields = {"objects": fields.ListOfObjectsField("Service")}
+
+    @base.remotable_classmethod
+    def get_all(cls, context, binary=None, host=None):
+        from db import api as db_api
+        rows = db_api.service_get_all(binary=binary, host=host)
+        return cls(context, objects=[Service._from_row(context, r) for r in rows])

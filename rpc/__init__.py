@@ -1,0 +1,99 @@
+"""RPC plumbing over oslo.messaging: one transport per process, a serializer
+for contexts and versioned objects, and helpers to build clients and servers.
+
+``init(conf)`` must run in each process after any fork (gunicorn workers call
+it from ``api.wsgi``).  Servers use oslo.messaging's default threading
+executor; eventlet is never used.  Domain exceptions raised by a remote
+endpoint come back to the caller as the same classes (``allowed_remote_exmods``).
+"""
+import threading
+
+import oslo_messaging as messaging
+
+import volattach  # noqa: F401  (warning filters before oslo.messaging loads)
+from objects import base as objects_base
+from volattach import conf as volattach_conf
+from volattach import context as volattach_context
+
+ALLOWED_EXMODS = ["volattach.exception"]
+
+_lock = threading.Lock()
+TRANSPORT = None
+NOTIFICATION_TRANSPORT = None
+NOTIFIER = None
+
+
+class RequestContextSerializer(messaging.Serializer):
+    """Serializes the RequestContext and delegates entities to the object serializer."""
+
+    def __init__(self, base=None):
+        self._base = base or objects_base.VolattachObjectSerializer()
+
+    def serialize_entity(self, ctxt, entity):
+        return self._base.serialize_entity(ctxt, entity)
+
+    def deserialize_entity(self, ctxt, entity):
+        return self._base.deserialize_entity(ctxt, entity)
+
+    def serialize_context(self, ctxt):
+        return ctxt.to_dict()
+
+    def deserialize_context(self, ctxt):
+        return volattach_context.RequestContext.from_dict(ctxt)
+
+
+def init(conf, url=None):
+    """Create this process's transport (idempotent).
+
+    ``url`` overrides ``transport_url``; without either, the RabbitMQ default
+    ``rabbit://guest:guest@127.0.0.1:5672/`` is used.
+    """
+    global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER
+    with _lock:
+        if TRANSPORT is not None:
+            return TRANSPORT
+        messaging.set_transport_defaults(control_exchange="volattach")
+        url = url or _configured_url(conf) or volattach_conf.DEFAULT_TRANSPORT_URL
+        TRANSPORT = messaging.get_rpc_transport(conf, url=url,
+                                                allowed_remote_exmods=ALLOWED_EXMODS)
+        NOTIFICATION_TRANSPORT = messaging.get_notification_transport(
+            conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
+        NOTIFIER = messaging.Notifier(NOTIFICATION_TRANSPORT,
+                                      serializer=RequestContextSerializer(),
+                                      driver="noop")
+        return TRANSPORT
+
+
+def _configured_url(conf):
+    try:
+        return conf.transport_url
+    except Exception:  # option not registered yet: oslo registers it lazily
+        from oslo_messaging import transport as _transport
+        conf.register_opts(_transport._transport_opts)
+        return conf.transport_url
+
+
+def cleanup():
+    global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER
+    with _lock:
+        for transport in (TRANSPORT, NOTIFICATION_TRANSPORT):
+            if transport is not None:
+                transport.cleanup()
+        TRANSPORT = NOTIFICATION_TRANSPORT = NOTIFIER = None
+
+
+def get_client(target, version_cap=None, timeout=None):
+    if TRANSPORT is None:
+        raise RuntimeError("rpc.init() was not called in this process")
+    return messaging.get_rpc_client(TRANSPORT, target, version_cap=version_cap,
+                                    serializer=RequestContextSerializer(),
+                                    timeout=timeout)
+
+
+def get_server(target, endpoints):
+    if TRANSPORT is None:
+        raise RuntimeError("rpc.init() was not called in this process")
+    access_policy = messaging.rpc.dispatcher.DefaultRPCAccessPolicy
+    return messaging.get_rpc_server(TRANSPORT, target, endpoints,
+                                    serializer=RequestContextSerializer(),
+                                    access_policy=access_policy)

@@ -1,0 +1,1 @@
+"""Console scripts: volattach-api, -conductor, -compute, -volume, -manage, -all."""

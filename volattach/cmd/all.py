@@ -1,0 +1,91 @@
+"""volattach-all: every role in one process, on embedded defaults.
+
+The compute API, the conductor, the computes named by ``[all]
+compute_hosts`` and the volume service, on SQLite and oslo.messaging's
+in-memory transport (``kombu+memory:////``) unless the configuration says
+otherwise.  The README's first command runs this.  The API is served by a
+threaded WSGI server in this process (gunicorn would fork, and the in-memory
+transport does not cross processes).
+"""
+import logging
+import sys
+
+from volattach import conf as volattach_conf
+
+LOG = logging.getLogger(__name__)
+
+
+class AllInOne:
+    """Starts and stops every role in this process (also used by tests)."""
+
+    def __init__(self, conf, serve_api=True):
+        self.conf = conf
+        self.serve_api = serve_api
+        self.services = []
+        self.servers = []
+        self.computes = {}
+        self.api_app = None
+
+    def start(self):
+        import objects
+        import rpc
+        from db import migration
+        from volattach import launch
+        from volattach import wsgi_server
+
+        conf = self.conf
+        objects.register_all()
+        url = rpc._configured_url(conf) or volattach_conf.MEMORY_TRANSPORT_URL
+        rpc.init(conf, url=url)
+        migration.db_sync(conf.database.connection)
+        if conf.all.run_volume_service:
+            from volume import service as volume_service
+            volume_service.prepare(conf)
+            server, _thread = volume_service.serve_in_thread(conf)
+            self.servers.append(server)
+            LOG.info("volume service on http://%s:%s", conf.volume.listen, conf.volume.port)
+        conductor = launch.conductor_service()
+        conductor.start()
+        self.services.append(conductor)
+        self.conductor = conductor
+        for host in conf.all.compute_hosts:
+            compute = launch.compute_service(host, in_process_with_conductor=True)
+            compute.start()
+            self.services.append(compute)
+            self.computes[host] = compute
+        from api import wsgi as api_wsgi
+        self.api_app = api_wsgi.make_app(conf)
+        if self.serve_api:
+            server = wsgi_server.serve_in_thread(self.api_app, conf.api.listen,
+                                                 conf.api.port, name="api")
+            self.servers.append(server)
+            LOG.info("compute API on http://%s:%s", conf.api.listen, conf.api.port)
+        return self
+
+    def stop(self):
+        import rpc
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()
+        for svc in reversed(self.services):
+            svc.stop()
+        rpc.cleanup()
+
+
+def main(argv=None):
+    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
+    conf = volattach_conf.CONF
+    if conf.api.workers > 1:
+        conf.set_override("workers", 1, group="api")
+    deployment = AllInOne(conf).start()
+    print("volattach-all: compute API http://%s:%s/v2.1  volume service "
+          "http://%s:%s/v3  (token 'X-Auth-Token: <user>:<project>[:admin]')"
+          % (conf.api.listen, conf.api.port, conf.volume.listen, conf.volume.port),
+          flush=True)
+    from volattach import service
+    service.run_until_signalled(deployment.services)
+    deployment.stop()
+
+
+if __name__ == "__main__":
+    main()

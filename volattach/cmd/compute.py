@@ -1,0 +1,34 @@
+"""volattach-compute: a compute host agent (no database, no Cinder credentials)."""
+import logging
+import sys
+import time
+
+import objects
+import rpc
+from volattach import conf as volattach_conf
+from volattach import launch
+from volattach import service
+
+LOG = logging.getLogger(__name__)
+
+
+def main(argv=None):
+    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
+    conf = volattach_conf.CONF
+    objects.register_all()
+    rpc.init(conf)
+    svc = launch.compute_service(conf.compute.host)
+    # The conductor may still be starting: registration goes through it.
+    while True:
+        try:
+            svc.start()
+            break
+        except Exception as error:
+            LOG.warning("registration through the conductor failed (%s); retrying",
+                        error)
+            time.sleep(2)
+    service.run_until_signalled([svc])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,22 @@
+"""volattach-conductor: the workflow and object-proxy daemon (needs the database)."""
+import sys
+
+import objects
+import rpc
+from volattach import conf as volattach_conf
+from volattach import launch
+from volattach import service
+
+
+def main(argv=None):
+    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
+    conf = volattach_conf.CONF
+    objects.register_all()
+    rpc.init(conf)
+    svc = launch.conductor_service()
+    svc.start()
+    service.run_until_signalled([svc])
+
+
+if __name__ == "__main__":
+    main()

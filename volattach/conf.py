@@ -1,0 +1,211 @@
+"""Every configuration option of volattach, in one place (oslo.config).
+
+One file (``/etc/volattach/volattach.conf``) configures every daemon; each
+daemon reads the groups it needs.  ``list_opts`` feeds oslo-config-generator
+(``etc/volattach/volattach-config-generator.conf``) to write the sample.
+"""
+import os
+import socket
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+from oslo_log import log as logging
+
+CONF = cfg.CONF
+
+DEFAULT_TRANSPORT_URL = "rabbit://guest:guest@127.0.0.1:5672/"
+MEMORY_TRANSPORT_URL = "kombu+memory:////"
+
+default_opts = [
+    cfg.StrOpt("state_path",
+               default=os.path.join(os.path.expanduser("~"), ".volattach"),
+               sample_default="~/.volattach",
+               help="Directory where volattach keeps its state (the SQLite "
+                    "databases of the embedded defaults, lock files)."),
+    cfg.IntOpt("report_interval", default=10, min=1,
+               help="Seconds between two heartbeats of a service in the "
+                    "services table."),
+    cfg.IntOpt("service_down_time", default=60, min=1,
+               help="A service whose last heartbeat is older than this many "
+                    "seconds counts as down."),
+    cfg.IntOpt("rpc_response_timeout_attach", default=60, min=1,
+               help="Seconds the API waits for the conductor's answer to a "
+                    "synchronous (below 2.101) volume attach."),
+]
+
+database_opts = [
+    cfg.StrOpt("connection",
+               default="sqlite:///$state_path/volattach.sqlite",
+               secret=True,
+               help="SQLAlchemy URL of the compute database (instances, "
+                    "block-device mappings, services, instance actions). "
+                    "SQLite is the embedded default; use PostgreSQL "
+                    "(postgresql+psycopg2://...) in production."),
+    cfg.IntOpt("max_pool_size", default=10, min=1,
+               help="Connections kept open per process (PostgreSQL)."),
+    cfg.BoolOpt("connection_debug", default=False,
+                help="Log every SQL statement."),
+]
+
+api_opts = [
+    cfg.HostAddressOpt("listen", default="127.0.0.1",
+                       help="Address the compute API listens on."),
+    cfg.PortOpt("port", default=8774, help="Port of the compute API."),
+    cfg.IntOpt("workers", default=2, min=1,
+               help="gunicorn worker processes for the compute API."),
+    cfg.IntOpt("threads", default=4, min=1,
+               help="Threads per gunicorn worker (gthread worker class)."),
+    cfg.StrOpt("auth_strategy", default="noauth",
+               choices=[("noauth", "X-Auth-Token: <user>:<project>[:<role>,"
+                                   "<role>] sets the caller; role admin "
+                                   "makes an admin"),
+                        ("keystone", "keystonemiddleware validates tokens "
+                                     "([keystone_authtoken])")],
+               help="How callers of the compute API are authenticated."),
+    cfg.StrOpt("public_endpoint",
+               help="Base URL used in links of API responses, when the API "
+                    "is behind a proxy.  Default: the request's host URL."),
+    cfg.IntOpt("max_limit", default=1000, min=1,
+               help="Most items a list call returns in one page."),
+]
+
+cinder_opts = [
+    cfg.StrOpt("endpoint", default="http://127.0.0.1:8776/v3",
+               help="Block storage (Cinder v3) endpoint, without the "
+                    "project id: the client appends /<project_id>."),
+    cfg.StrOpt("auth_strategy", default="noauth",
+               choices=[("noauth", "send X-Auth-Token: <user>:<project> of "
+                                   "the caller (Cinder's noauth_include_"
+                                   "project_id)"),
+                        ("keystone", "forward the caller's token and add a "
+                                     "service token from the keystoneauth "
+                                     "options of this group")],
+               help="How the Cinder client authenticates."),
+    cfg.FloatOpt("retry_seconds", default=20.0, min=0,
+                 help="Connection errors and 503s from Cinder are retried "
+                      "with backoff for at most this many seconds."),
+    cfg.BoolOpt("send_service_role", default=True,
+                help="Under noauth, send X-Service-Roles: service on calls "
+                     "that real Cinder only allows to services (deleting "
+                     "a connected attachment)."),
+]
+
+compute_opts = [
+    cfg.StrOpt("host", default=socket.gethostname(),
+               sample_default="<hostname>",
+               help="Name of this compute host: its RPC server name and "
+                    "its row in the services table."),
+    cfg.StrOpt("virt_driver", default="fake",
+               choices=[("fake", "in-memory driver for tests, benchmarks "
+                                 "and the embedded default")],
+               help="Virtualization driver of the compute service."),
+    cfg.IntOpt("max_disk_devices_to_attach", default=-1, min=-1,
+               help="Most disk devices one server may have; -1 means no "
+                    "limit beyond the device names available."),
+    cfg.IntOpt("shelved_offload_time", default=0, min=-1,
+               help="Seconds a shelved server stays on its host before it "
+                    "is offloaded; 0 offloads at once, -1 never."),
+]
+
+fake_driver_opts = [
+    cfg.FloatOpt("reserve_latency", default=0.0, min=0,
+                 help="Seconds the fake driver spends choosing a device "
+                      "name (reserve_block_device_name)."),
+    cfg.FloatOpt("attach_latency", default=0.0, min=0,
+                 help="Seconds the fake driver spends attaching a volume."),
+    cfg.FloatOpt("detach_latency", default=0.0, min=0,
+                 help="Seconds the fake driver spends detaching a volume."),
+    cfg.FloatOpt("spawn_latency", default=0.0, min=0,
+                 help="Seconds the fake driver spends building a server."),
+    cfg.ListOpt("fail_operations", default=[],
+                help="Operations of the fake driver that raise, for tests: "
+                     "any of reserve, connect, attach, detach, disconnect, "
+                     "spawn, destroy."),
+    cfg.StrOpt("device_prefix", default="vd",
+               help="Guest device name prefix (vd -> /dev/vdb ...)."),
+]
+
+upgrade_levels_opts = [
+    cfg.StrOpt("compute", default="auto",
+               help="Cap of the compute RPC API version: 'auto' (the "
+                    "minimum version of the running compute services), a "
+                    "version number, or empty for no cap."),
+    cfg.StrOpt("conductor",
+               help="Cap of the conductor RPC API version, or empty."),
+]
+
+volume_opts = [
+    cfg.HostAddressOpt("listen", default="127.0.0.1",
+                       help="Address the volume service listens on."),
+    cfg.PortOpt("port", default=8776, help="Port of the volume service."),
+    cfg.IntOpt("workers", default=1, min=1,
+               help="gunicorn worker processes for the volume service."),
+    cfg.StrOpt("connection",
+               default="sqlite:///$state_path/volume.sqlite",
+               secret=True,
+               help="SQLAlchemy URL of the volume service's own database."),
+    cfg.StrOpt("auth_strategy", default="noauth",
+               choices=["noauth", "keystone"],
+               help="How callers of the volume service are authenticated."),
+    cfg.StrOpt("backend_name", default="fake",
+               help="Name of the storage backend of the volume service."),
+    cfg.BoolOpt("shared_targets", default=False,
+                help="The fake backend shares one host connection (target) "
+                     "among all volumes attached to one host."),
+]
+
+all_opts = [
+    cfg.ListOpt("compute_hosts", default=["compute1", "compute2"],
+                help="volattach-all: host names of the compute services it "
+                     "runs in its one process."),
+    cfg.BoolOpt("run_volume_service", default=True,
+                help="volattach-all: also serve the volume service."),
+]
+
+_GROUPS = [
+    (None, default_opts),
+    ("database", database_opts),
+    ("api", api_opts),
+    ("cinder", cinder_opts),
+    ("compute", compute_opts),
+    ("fake_driver", fake_driver_opts),
+    ("upgrade_levels", upgrade_levels_opts),
+    ("volume", volume_opts),
+    ("all", all_opts),
+]
+
+
+def register_opts(conf):
+    for group, opts in _GROUPS:
+        conf.register_opts(opts, group=group)
+    ks_loading.register_session_conf_options(conf, "cinder")
+    ks_loading.register_auth_conf_options(conf, "cinder")
+
+
+register_opts(CONF)
+logging.register_options(CONF)
+
+
+def list_opts():
+    """The options, for oslo-config-generator (namespace volattach)."""
+    result = [(group or "DEFAULT", opts) for group, opts in _GROUPS]
+    ks = (ks_loading.get_session_conf_options()
+          + ks_loading.get_auth_common_conf_options())
+    for i, (group, opts) in enumerate(result):
+        if group == "cinder":
+            result[i] = (group, opts + ks)
+    return result
+
+
+def parse_args(argv, default_config_files=None, conf=CONF):
+    """Parse the command line and config files, and set up logging."""
+    logging.set_defaults(default_log_levels=logging.get_default_log_levels() + [
+        "oslo.messaging=WARN", "oslo_messaging=WARN", "amqp=WARN",
+        "kombu=WARN", "stevedore=WARN", "alembic=WARN",
+    ])
+    if default_config_files is None:
+        default_config_files = [p for p in ("/etc/volattach/volattach.conf",)
+                                if os.path.exists(p)]
+    conf(argv, project="volattach", default_config_files=default_config_files)
+    logging.setup(conf, "volattach")
+    os.makedirs(conf.state_path, exist_ok=True)

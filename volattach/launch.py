@@ -1,0 +1,48 @@
+"""Build the conductor and compute services (used by their daemons, by
+volattach-all and by the functional tests)."""
+import socket
+
+from compute import manager as compute_manager
+from compute import rpcapi as compute_rpcapi
+from compute import virt
+from conductor import manager as conductor_manager
+from conductor import rpcapi as conductor_rpcapi
+from volattach import service
+from volattach.conf import CONF
+
+
+def conductor_service(host=None, volume_api=None):
+    svc = service.Service(
+        binary="volattach-conductor", host=host or socket.gethostname(),
+        topic=conductor_rpcapi.TOPIC,
+        endpoints=[conductor_manager.ConductorManager()],
+        rpc_version=conductor_rpcapi.ComputeTaskAPI.VERSION)
+    svc.task_manager = conductor_manager.ComputeTaskManager(volume_api=volume_api)
+    original_start = svc.start
+
+    def start():
+        original_start()
+        svc.add_server(conductor_rpcapi.TASK_TOPIC, [svc.task_manager])
+    svc.start = start
+    return svc
+
+
+def compute_service(host=None, in_process_with_conductor=False):
+    """A compute service.  It never touches the database: object calls go to
+    the conductor, process-wide for a compute daemon, per thread when it
+    shares a process with a conductor (volattach-all, functional tests)."""
+    host = host or CONF.compute.host
+    driver = virt.load_driver(CONF.compute.virt_driver, host)
+    manager = compute_manager.ComputeManager(host, driver)
+    indirection_api = conductor_rpcapi.ConductorAPI()
+    if not in_process_with_conductor:
+        from objects import base as objects_base
+        objects_base.set_indirection_api(indirection_api)
+    svc = service.Service(
+        binary=compute_rpcapi.BINARY, host=host, topic=compute_rpcapi.TOPIC,
+        endpoints=[manager], rpc_version=compute_rpcapi.ComputeAPI.VERSION,
+        connector=driver.get_volume_connector(),
+        indirection_api=indirection_api if in_process_with_conductor else None)
+    svc.manager = manager
+    svc.driver = driver
+    return svc

@@ -1,0 +1,152 @@
+"""Running a daemon: register in the services table, heartbeat, serve RPC.
+
+``Service`` is used by the conductor and compute daemons and, several at a
+time, by volattach-all.  Registration writes the integer SERVICE_VERSION and
+the RPC version (and, for a compute, its host connector) into the service's
+row; the heartbeat thread bumps ``last_seen_up`` every ``report_interval``.
+A compute does all of this through the conductor (``indirection_api``).
+"""
+import contextlib
+import logging
+import threading
+import uuid as uuidlib
+
+import oslo_messaging as messaging
+
+import objects
+import rpc
+from objects import base as objects_base
+from objects import service as service_obj
+from volattach import context as volattach_context
+from volattach.conf import CONF
+
+LOG = logging.getLogger(__name__)
+
+
+class _IndirectionEndpoint:
+    """Runs every call of a wrapped endpoint with thread-local indirection."""
+
+    def __init__(self, endpoint, api):
+        self._endpoint = endpoint
+        self._api = api
+        self.target = endpoint.target
+
+    def __getattr__(self, name):
+        attr = getattr(self._endpoint, name)
+        if not callable(attr) or name.startswith("_"):
+            return attr
+        api = self._api
+
+        def call(*args, **kwargs):
+            with objects_base.indirection(api):
+                return attr(*args, **kwargs)
+        return call
+
+    def __dir__(self):
+        return dir(self._endpoint)
+
+
+class Service:
+
+    def __init__(self, binary, host, topic, endpoints, rpc_version,
+                 connector=None, indirection_api=None, server_name=None):
+        self.binary = binary
+        self.host = host
+        self.topic = topic
+        self.endpoints = endpoints
+        self.rpc_version = rpc_version
+        self.connector = connector
+        self.indirection_api = indirection_api
+        self.server_name = server_name or host
+        self.servers = []
+        self.record = None
+        self._stop = threading.Event()
+        self._heartbeat_thread = None
+
+    def _scope(self):
+        if self.indirection_api is not None:
+            return objects_base.indirection(self.indirection_api)
+        return contextlib.nullcontext()
+
+    def register(self):
+        ctxt = volattach_context.get_admin_context()
+        with self._scope():
+            record = objects.Service.get_by_host_and_binary(ctxt, self.host, self.binary)
+            if record is None:
+                record = objects.Service(ctxt, uuid=str(uuidlib.uuid4()), host=self.host,
+                                         binary=self.binary, topic=self.topic,
+                                         version=service_obj.SERVICE_VERSION,
+                                         rpc_version=self.rpc_version,
+                                         connector=self.connector,
+                                         last_seen_up=None)
+                record.create()
+            else:
+                record.version = service_obj.SERVICE_VERSION
+                record.rpc_version = self.rpc_version
+                record.topic = self.topic
+                record.connector = self.connector
+                record.save()
+            record.heartbeat()
+        self.record = record
+        return record
+
+    def start(self):
+        self.register()
+        endpoints = self.endpoints
+        if self.indirection_api is not None:
+            endpoints = [_IndirectionEndpoint(e, self.indirection_api) for e in endpoints]
+        if self.topic:
+            target = messaging.Target(topic=self.topic, server=self.server_name)
+            server = rpc.get_server(target, endpoints)
+            server.start()
+            self.servers.append(server)
+        self._heartbeat_thread = threading.Thread(
+            target=self._heartbeat_loop, name="heartbeat-%s" % self.binary, daemon=True)
+        self._heartbeat_thread.start()
+        LOG.info("%s on %s started (service version %s, rpc %s)", self.binary,
+                 self.host, service_obj.SERVICE_VERSION, self.rpc_version)
+
+    def add_server(self, topic, endpoints):
+        """Serve another topic from this service (the conductor's task topic)."""
+        target = messaging.Target(topic=topic, server=self.server_name)
+        server = rpc.get_server(target, endpoints)
+        server.start()
+        self.servers.append(server)
+
+    def _heartbeat_loop(self):
+        while not self._stop.wait(CONF.report_interval):
+            try:
+                with self._scope():
+                    self.record.heartbeat()
+            except Exception as error:  # keep beating: the DB or broker may come back
+                LOG.warning("heartbeat of %s failed: %s", self.binary, error)
+
+    def stop(self):
+        self._stop.set()
+        for server in self.servers:
+            try:
+                server.stop()
+            except Exception:
+                LOG.exception("stopping RPC server")
+        for server in self.servers:
+            try:
+                server.wait()
+            except Exception:
+                LOG.exception("waiting for RPC server")
+        self.servers = []
+
+
+def run_until_signalled(services):
+    """Block until SIGTERM/SIGINT, then stop every service."""
+    import signal
+    done = threading.Event()
+
+    def _handler(signum, frame):
+        done.set()
+
+    signal.signal(signal.SIGTERM, _handler)
+    signal.signal(signal.SIGINT, _handler)
+    while not done.wait(1):
+        pass
+    for service in services:
+        service.stop()
