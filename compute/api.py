@@ -20,10 +20,28 @@ from volattach import servicegroup
 
 LOG = logging.getLogger(__name__)
 
-# vm_states in which volumes may be attached or detached (with no task_state)
+# vm_states in which volumes may be attached or detached (with no task_state);
+# the shelved states from microversion 2.20 (the volume-ops-when-shelved spec)
 ATTACH_DETACH_VM_STATES = (instance_obj.ACTIVE, instance_obj.PAUSED,
                            instance_obj.STOPPED, instance_obj.RESIZED,
                            instance_obj.SOFT_DELETED)
+SHELVED_VM_STATES = (instance_obj.SHELVED, instance_obj.SHELVED_OFFLOADED)
+SWAP_VM_STATES = (instance_obj.ACTIVE, instance_obj.PAUSED, instance_obj.RESIZED,
+                  instance_obj.SHELVED, instance_obj.SHELVED_OFFLOADED)
+
+# server action -> (allowed vm_states, task_state set while it runs,
+#                   instance action name); task_state must be None to start
+SERVER_ACTIONS = {
+    "stop": ((instance_obj.ACTIVE, instance_obj.ERROR), "powering-off", "stop"),
+    "start": ((instance_obj.STOPPED,), "powering-on", "start"),
+    "pause": ((instance_obj.ACTIVE,), "pausing", "pause"),
+    "unpause": ((instance_obj.PAUSED,), "unpausing", "unpause"),
+    "shelve": ((instance_obj.ACTIVE, instance_obj.STOPPED, instance_obj.PAUSED,
+                instance_obj.SUSPENDED), "shelving", "shelve"),
+    "shelve_offload": ((instance_obj.SHELVED,), "shelving_offloading", "shelveOffload"),
+    "unshelve": ((instance_obj.SHELVED, instance_obj.SHELVED_OFFLOADED), "unshelving",
+                 "unshelve"),
+}
 
 # API status (servers list filter) -> vm_state
 STATUS_TO_VM_STATE = {
@@ -308,19 +326,34 @@ class API:
             raise exception.VolumeBDMNotFound(volume_id=volume_id)
         return bdm
 
+    @staticmethod
+    def _volume_vm_states(allow_shelved):
+        return ATTACH_DETACH_VM_STATES + (SHELVED_VM_STATES if allow_shelved else ())
+
     def attach_volume(self, context, instance, volume_id, device=None, tag=None,
                       delete_on_termination=False, supports_multiattach=False,
-                      wait=True):
+                      wait=True, allow_shelved=True):
+        """Attach a volume; returns the device name when ``wait`` (below
+        2.101), None when the workflow is cast (2.101+).  ``allow_shelved``
+        is False below microversion 2.20."""
         self._check_locked(context, instance)
-        self._check_state(instance, "attach_volume", ATTACH_DETACH_VM_STATES)
+        self._check_state(instance, "attach_volume", self._volume_vm_states(allow_shelved))
         volume = self.volume_api.get(context, volume_id)
         if volume.get("multiattach") and not supports_multiattach:
             raise exception.MultiattachNotSupportedOldMicroversion()
+        offloaded = instance.vm_state == instance_obj.SHELVED_OFFLOADED
+        if offloaded and tag:
+            raise exception.VolumeTaggedAttachToShelvedNotSupported()
+        if offloaded and volume.get("multiattach"):
+            raise exception.MultiattachToShelvedNotSupported()
         for bdm in objects.BlockDeviceMappingList.get_by_instance_uuid(
                 context, instance.uuid):
             if bdm.volume_id == volume_id:
                 raise exception.InvalidVolume(reason="volume %s already attached" % volume_id)
         self._check_volume_attachable(volume)
+        if offloaded:
+            return self._attach_volume_offloaded(context, instance, volume_id,
+                                                 delete_on_termination)
         if not self._host_is_up(context, instance.host):
             raise exception.ServiceUnavailableConflict(host=instance.host)
         objects.InstanceAction.action_start(context, instance.uuid,
@@ -329,12 +362,48 @@ class API:
             context, instance, volume_id, device=device, tag=tag,
             delete_on_termination=delete_on_termination, do_cast=not wait)
 
-    def detach_volume(self, context, instance, volume_id):
+    def _attach_volume_offloaded(self, context, instance, volume_id,
+                                 delete_on_termination):
+        """Attach to a server on no host, here in the API: a BDM without a
+        device name and a completed connector-less attachment.  The compute
+        that receives the server at unshelve names the device and connects."""
+        objects.InstanceAction.action_start(context, instance.uuid,
+                                            instance_action.ATTACH_VOLUME)
+        bdm = objects.BlockDeviceMapping(
+            context, uuid=str(uuidlib.uuid4()), instance_uuid=instance.uuid,
+            source_type="volume", destination_type="volume", volume_id=volume_id,
+            device_name=None, boot_index=None,
+            delete_on_termination=bool(delete_on_termination))
+        bdm.create()
+        attachment_id = None
+        try:
+            attachment_id = self.volume_api.attachment_create(
+                context, volume_id, instance.uuid)["id"]
+            bdm.attachment_id = attachment_id
+            bdm.save()
+            self.volume_api.attachment_complete(context, attachment_id)
+        except Exception:
+            if attachment_id:
+                try:
+                    self.volume_api.attachment_delete(context, attachment_id)
+                except Exception:
+                    LOG.exception("rollback of attachment %s failed", attachment_id)
+            bdm.destroy()
+            raise
+        return None
+
+    def detach_volume(self, context, instance, volume_id, allow_shelved=True):
         self._check_locked(context, instance)
-        self._check_state(instance, "detach_volume", ATTACH_DETACH_VM_STATES)
+        self._check_state(instance, "detach_volume", self._volume_vm_states(allow_shelved))
         bdm = self.get_volume_attachment(context, instance, volume_id)
         if bdm.is_root:
             raise exception.CannotDetachRootVolume()
+        if instance.vm_state == instance_obj.SHELVED_OFFLOADED:
+            objects.InstanceAction.action_start(context, instance.uuid,
+                                                instance_action.DETACH_VOLUME)
+            conductor_manager.release_instance_volumes(
+                context, self.volume_api, [_keep_volume(bdm)])
+            return
         if not bdm.attachment_id or not bdm.connection_info:
             raise exception.Conflict(reason="the attachment of volume %s is still in "
                                             "progress" % volume_id)
@@ -355,7 +424,97 @@ class API:
         bdm.delete_on_termination = bool(delete_on_termination)
         bdm.save()
 
+    def swap_volume(self, context, instance, old_volume_id, new_volume_id):
+        """Swap (PUT with another volumeId; admin or service role, checked by
+        the API's policy): the new volume takes over the old one's device,
+        tag and delete_on_termination; the old attachment is deleted."""
+        self._check_locked(context, instance)
+        self._check_state(instance, "swap_volume", SWAP_VM_STATES)
+        bdm = self.get_volume_attachment(context, instance, old_volume_id)
+        if not bdm.attachment_id:
+            raise exception.Conflict(reason="the attachment of volume %s is still in "
+                                            "progress" % old_volume_id)
+        old_volume = self.volume_api.get(context, old_volume_id)
+        new_volume = self.volume_api.get(context, new_volume_id)
+        if old_volume.get("multiattach") and len(old_volume.get("attachments") or []) > 1:
+            raise exception.InvalidVolume(reason="Swapping multi-attach volumes with "
+                                                 "more than one read/write attachment "
+                                                 "is not supported.")
+        if new_volume.get("status") != "available":
+            raise exception.InvalidVolume(reason="new volume %s status must be "
+                                                 "available, but is %s" % (
+                                                     new_volume_id, new_volume.get("status")))
+        if instance.host and not self._host_is_up(context, instance.host):
+            raise exception.ServiceUnavailableConflict(host=instance.host)
+        self.volume_api.begin_detaching(context, old_volume_id)
+        try:
+            new_attachment_id = self.volume_api.attachment_create(
+                context, new_volume_id, instance.uuid)["id"]
+        except Exception:
+            self.volume_api.roll_detaching(context, old_volume_id)
+            raise
+        objects.InstanceAction.action_start(context, instance.uuid,
+                                            instance_action.SWAP_VOLUME)
+        try:
+            self.compute_task_api.swap_volume(context, instance, old_volume_id,
+                                              new_volume_id, new_attachment_id)
+        except Exception:
+            self.volume_api.attachment_delete(context, new_attachment_id)
+            self.volume_api.roll_detaching(context, old_volume_id)
+            raise
+
     # -- server actions ---------------------------------------------------------------------
+    def _start_action(self, context, instance, name):
+        """Check lock and state, set the action's task_state (compare-and-swap
+        on task_state None) and record the instance action."""
+        vm_states, task_state, action = SERVER_ACTIONS[name]
+        self._check_locked(context, instance)
+        self._check_state(instance, name, vm_states)
+        instance.task_state = task_state
+        try:
+            instance.save(expected_task_state=[None], expected_vm_state=list(vm_states))
+        except (exception.UnexpectedTaskState, exception.UnexpectedVMState):
+            fresh = objects.Instance.get_by_uuid(context, instance.uuid)
+            self._check_state(fresh, name, vm_states)
+            raise
+        objects.InstanceAction.action_start(context, instance.uuid, action)
+
+    def stop(self, context, instance):
+        self._start_action(context, instance, "stop")
+        self.compute_task_api.stop_instance(context, instance)
+
+    def start(self, context, instance):
+        self._start_action(context, instance, "start")
+        self.compute_task_api.start_instance(context, instance)
+
+    def pause(self, context, instance):
+        self._start_action(context, instance, "pause")
+        self.compute_task_api.pause_instance(context, instance)
+
+    def unpause(self, context, instance):
+        self._start_action(context, instance, "unpause")
+        self.compute_task_api.unpause_instance(context, instance)
+
+    def shelve(self, context, instance):
+        from volattach.conf import CONF
+        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)
+        volume_backed = any(b.is_root and b.is_volume for b in bdms)
+        offload = volume_backed or CONF.compute.shelved_offload_time == 0
+        self._start_action(context, instance, "shelve")
+        self.compute_task_api.shelve_instance(context, instance, offload)
+
+    def shelve_offload(self, context, instance):
+        self._start_action(context, instance, "shelve_offload")
+        self.compute_task_api.shelve_offload_instance(context, instance)
+
+    def unshelve(self, context, instance, availability_zone=None, host=None):
+        self._start_action(context, instance, "unshelve")
+        if instance.vm_state == instance_obj.SHELVED_OFFLOADED and (availability_zone or host):
+            instance.availability_zone = ("%s:%s" % (availability_zone or "nova", host)
+                                          if host else availability_zone)
+            instance.save()
+        self.compute_task_api.unshelve_instance(context, instance)
+
     def lock(self, context, instance, reason=None):
         instance.locked = True
         instance.locked_by = "admin" if (context.is_admin and
@@ -383,3 +542,10 @@ class API:
                                                    instance_uuid=instance.uuid)
         events = list(objects.InstanceActionEventList.get_by_action(context, action.id))
         return action, events
+
+
+def _keep_volume(bdm):
+    """A BDM for release_instance_volumes that never deletes the volume
+    (detach keeps it, whatever delete_on_termination says)."""
+    bdm.delete_on_termination = False
+    return bdm

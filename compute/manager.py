@@ -21,7 +21,7 @@ LOG = logging.getLogger(__name__)
 
 
 class ComputeManager:
-    target = messaging.Target(version="1.0")
+    target = messaging.Target(version="1.1")
 
     def __init__(self, host, driver):
         self.host = host
@@ -72,6 +72,34 @@ class ComputeManager:
             if connection_info:
                 self.driver.disconnect_volume(connection_info, instance)
 
+    def swap_volume(self, context, instance, bdm, new_connection_info):
+        """Connect the new volume, swap it in at the BDM's device, disconnect
+        the old one.  On failure the old volume stays plugged."""
+        with locks.lock(instance.uuid):
+            old_connection_info = bdm.get_connection_info()
+            self.driver.connect_volume(new_connection_info, instance)
+            try:
+                self.driver.swap_volume(instance, old_connection_info,
+                                        new_connection_info, bdm.device_name)
+            except Exception:
+                self._safe_disconnect(new_connection_info, instance)
+                raise
+            if old_connection_info:
+                self._safe_disconnect(old_connection_info, instance)
+
+    def assign_device_names(self, context, instance, bdms):
+        """Name the devices of volumes attached while the server was
+        offloaded (they have none), as this host's driver would."""
+        with locks.lock(instance.uuid):
+            used = [b.device_name for b in bdms if b.device_name]
+            for bdm in bdms:
+                if bdm.is_volume and not bdm.device_name:
+                    bdm.device_name = self.driver.get_device_name_for_instance(
+                        instance, used, None)
+                    used.append(bdm.device_name)
+                    bdm.save()
+            return bdms
+
     def _safe_disconnect(self, connection_info, instance):
         try:
             self.driver.disconnect_volume(connection_info, instance)
@@ -114,3 +142,11 @@ class ComputeManager:
     def power_on_instance(self, context, instance):
         with locks.lock(instance.uuid):
             self.driver.power_on(instance)
+
+    def pause_instance(self, context, instance):
+        with locks.lock(instance.uuid):
+            self.driver.pause(instance)
+
+    def unpause_instance(self, context, instance):
+        with locks.lock(instance.uuid):
+            self.driver.unpause(instance)

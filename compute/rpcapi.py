@@ -5,6 +5,8 @@ API version history:
     1.0 - Initial version: reserve_block_device_name, attach_volume,
           detach_volume, build_and_run_instance, terminate_instance,
           power_off_instance, power_on_instance
+    1.1 - swap_volume, assign_device_names (unshelve of an offloaded
+          server), pause_instance, unpause_instance
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -32,7 +34,7 @@ _CAP_TTL = 10.0
 
 
 class ComputeAPI:
-    VERSION = "1.0"
+    VERSION = "1.1"
 
     def __init__(self):
         self._cap_lock = threading.Lock()
@@ -100,3 +102,23 @@ class ComputeAPI:
     def power_on_instance(self, ctxt, instance):
         cctxt = self._client(instance.host).prepare(version="1.0")
         return cctxt.call(ctxt, "power_on_instance", instance=instance)
+
+    def can_send_version(self, host, version):
+        return self._client(host).can_send_version(version)
+
+    def pause_instance(self, ctxt, instance):
+        cctxt = self._client(instance.host).prepare(version="1.1")
+        return cctxt.call(ctxt, "pause_instance", instance=instance)
+
+    def unpause_instance(self, ctxt, instance):
+        cctxt = self._client(instance.host).prepare(version="1.1")
+        return cctxt.call(ctxt, "unpause_instance", instance=instance)
+
+    def swap_volume(self, ctxt, instance, bdm, new_connection_info):
+        cctxt = self._client(instance.host).prepare(version="1.1")
+        return cctxt.call(ctxt, "swap_volume", instance=instance, bdm=bdm,
+                          new_connection_info=new_connection_info)
+
+    def assign_device_names(self, ctxt, instance, bdms):
+        cctxt = self._client(instance.host).prepare(version="1.1")
+        return cctxt.call(ctxt, "assign_device_names", instance=instance, bdms=bdms)

@@ -26,3 +26,29 @@ class ComputeTaskAPI:
 
     def detach_volume(self, context, instance, volume_id):
         self.rpcapi.detach_volume(context, instance, volume_id)
+
+    def stop_instance(self, context, instance):
+        self.rpcapi.stop_instance(context, instance)
+
+    def start_instance(self, context, instance):
+        self.rpcapi.start_instance(context, instance)
+
+    def pause_instance(self, context, instance):
+        self.rpcapi.pause_instance(context, instance)
+
+    def unpause_instance(self, context, instance):
+        self.rpcapi.unpause_instance(context, instance)
+
+    def shelve_instance(self, context, instance, offload):
+        self.rpcapi.shelve_instance(context, instance, offload)
+
+    def shelve_offload_instance(self, context, instance):
+        self.rpcapi.shelve_offload_instance(context, instance)
+
+    def unshelve_instance(self, context, instance):
+        self.rpcapi.unshelve_instance(context, instance)
+
+    def swap_volume(self, context, instance, old_volume_id, new_volume_id,
+                    new_attachment_id):
+        self.rpcapi.swap_volume(context, instance, old_volume_id, new_volume_id,
+                                new_attachment_id)

@@ -74,12 +74,14 @@ class _Event:
 class ComputeTaskManager:
     """Workflows started by the compute API."""
 
-    target = messaging.Target(namespace="compute_task", version="1.1")
+    target = messaging.Target(namespace="compute_task", version="1.2")
 
     def __init__(self, volume_api=None):
-        from volume import cinder
+        if volume_api is None:
+            from volume import cinder
+            volume_api = cinder.VolumeAPI()
         self.compute_rpcapi = compute_rpcapi.ComputeAPI()
-        self.volume_api = volume_api or cinder.VolumeAPI()
+        self.volume_api = volume_api
 
     # -- helpers ------------------------------------------------------------------
     def _connector(self, context, host, device_name=None):
@@ -239,6 +241,209 @@ class ComputeTaskManager:
                 LOG.exception("could not put %s in ERROR", instance.uuid)
             event.failure(error)
             return
+        event.success()
+
+    # -- power and pause ------------------------------------------------------------------
+    def _power_action(self, context, instance, event_name, compute_call,
+                      task_state, vm_state, power_state):
+        """Run one host-local state change and land the new states, or put
+        the server back as it was (task_state None) on failure."""
+        event = _Event(context, instance.uuid, event_name, instance.host)
+        try:
+            compute_call(context, instance)
+            instance.vm_state = vm_state
+            instance.power_state = power_state
+            instance.task_state = None
+            instance.save(expected_task_state=[task_state])
+        except Exception as error:
+            LOG.warning("%s of %s failed: %s", event_name, instance.uuid, error)
+            self._reset_task_state(instance, task_state)
+            event.failure(error)
+            return
+        event.success()
+
+    @staticmethod
+    def _reset_task_state(instance, task_state):
+        try:
+            instance.task_state = None
+            instance.save(expected_task_state=[task_state])
+        except Exception:
+            LOG.exception("could not reset the task state of %s", instance.uuid)
+
+    def stop_instance(self, context, instance):
+        self._power_action(context, instance, "compute_stop_instance",
+                           self.compute_rpcapi.power_off_instance, "powering-off",
+                           instance_obj.STOPPED, instance_obj.SHUTDOWN)
+
+    def start_instance(self, context, instance):
+        self._power_action(context, instance, "compute_start_instance",
+                           self.compute_rpcapi.power_on_instance, "powering-on",
+                           instance_obj.ACTIVE, instance_obj.RUNNING)
+
+    def pause_instance(self, context, instance):
+        self._power_action(context, instance, "compute_pause_instance",
+                           self.compute_rpcapi.pause_instance, "pausing",
+                           instance_obj.PAUSED, instance_obj.PAUSED_POWER)
+
+    def unpause_instance(self, context, instance):
+        self._power_action(context, instance, "compute_unpause_instance",
+                           self.compute_rpcapi.unpause_instance, "unpausing",
+                           instance_obj.ACTIVE, instance_obj.RUNNING)
+
+    # -- shelve ------------------------------------------------------------------------------
+    def shelve_instance(self, context, instance, offload):
+        """Power the guest off and mark it shelved; offload at once when asked
+        (volume-backed servers, shelved_offload_time = 0)."""
+        event = _Event(context, instance.uuid, "compute_shelve_instance", instance.host)
+        try:
+            self.compute_rpcapi.power_off_instance(context, instance)
+            instance.vm_state = instance_obj.SHELVED
+            instance.power_state = instance_obj.SHUTDOWN
+            instance.shelved_at = utcnow()
+            instance.task_state = "shelving_offloading" if offload else None
+            instance.save(expected_task_state=["shelving"])
+        except Exception as error:
+            LOG.warning("shelve of %s failed: %s", instance.uuid, error)
+            self._reset_task_state(instance, "shelving")
+            event.failure(error)
+            return
+        event.success()
+        if offload:
+            self._offload(context, instance)
+
+    def shelve_offload_instance(self, context, instance):
+        self._offload(context, instance)
+
+    def _offload(self, context, instance):
+        """Remove the server from its host; each volume keeps a connector-less
+        attachment (completed, so the volume still shows in-use)."""
+        event = _Event(context, instance.uuid, "compute_shelve_offload_instance",
+                       instance.host)
+        try:
+            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context,
+                                                                       instance.uuid)
+            self.compute_rpcapi.terminate_instance(context, instance, bdms)
+            for bdm in bdms:
+                if not (bdm.is_volume and bdm.attachment_id):
+                    continue
+                new = self.volume_api.attachment_create(context, bdm.volume_id,
+                                                        instance.uuid)
+                self.volume_api.attachment_complete(context, new["id"])
+                old = bdm.attachment_id
+                bdm.attachment_id = new["id"]
+                bdm.connection_info = None
+                bdm.save()
+                self._cleanup_attachment(context, old)
+            instance.host = None
+            instance.node = None
+            instance.vm_state = instance_obj.SHELVED_OFFLOADED
+            instance.power_state = instance_obj.SHUTDOWN
+            instance.task_state = None
+            instance.save(expected_task_state=["shelving_offloading"])
+        except Exception as error:
+            LOG.warning("offload of %s failed: %s", instance.uuid, error)
+            self._reset_task_state(instance, "shelving_offloading")
+            event.failure(error)
+            return
+        event.success()
+
+    def unshelve_instance(self, context, instance):
+        if instance.vm_state == instance_obj.SHELVED:
+            self._power_action(context, instance, "compute_unshelve_instance",
+                               self.compute_rpcapi.power_on_instance, "unshelving",
+                               instance_obj.ACTIVE, instance_obj.RUNNING)
+            return
+        event = _Event(context, instance.uuid, "compute_unshelve_instance")
+        try:
+            host = scheduler.select_host(context, instance.availability_zone)
+            instance.host = host
+            instance.node = host
+            instance.save(expected_task_state=["unshelving"])
+            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context,
+                                                                       instance.uuid)
+            bdms = self._assign_device_names(context, instance, bdms)
+            connector = self._connector(context, host)
+            for bdm in bdms:
+                if bdm.is_volume and bdm.attachment_id:
+                    attachment = self.volume_api.attachment_update(
+                        context, bdm.attachment_id,
+                        dict(connector, mountpoint=bdm.device_name),
+                        mountpoint=bdm.device_name)
+                    bdm.set_connection_info(attachment["connection_info"])
+                    bdm.save()
+            self.compute_rpcapi.build_and_run_instance(context, instance, bdms)
+            for bdm in bdms:
+                if bdm.is_volume and bdm.attachment_id:
+                    self.volume_api.attachment_complete(context, bdm.attachment_id)
+            instance.vm_state = instance_obj.ACTIVE
+            instance.power_state = instance_obj.RUNNING
+            instance.task_state = None
+            instance.save(expected_task_state=["unshelving"])
+        except Exception as error:
+            LOG.warning("unshelve of %s failed: %s", instance.uuid, error)
+            try:
+                instance.host = None
+                instance.node = None
+                instance.task_state = None
+                instance.save(expected_task_state=["unshelving"])
+            except Exception:
+                LOG.exception("could not reset %s after a failed unshelve", instance.uuid)
+            event.failure(error)
+            return
+        event.success()
+
+    def _assign_device_names(self, context, instance, bdms):
+        """Ask the receiving compute to name new devices (compute RPC 1.1);
+        an older compute cannot, so name them here as it would have."""
+        if not any(b.is_volume and not b.device_name for b in bdms):
+            return bdms
+        if self.compute_rpcapi.can_send_version(instance.host, "1.1"):
+            return self.compute_rpcapi.assign_device_names(context, instance, bdms)
+        from compute import device_names
+        mappings = [{"device_name": b.device_name, "boot_index": b.boot_index}
+                    for b in bdms]
+        device_names.assign(mappings)
+        for bdm, mapping in zip(bdms, mappings):
+            if bdm.device_name != mapping["device_name"]:
+                bdm.device_name = mapping["device_name"]
+                bdm.save()
+        return bdms
+
+    # -- swap ---------------------------------------------------------------------------------
+    def swap_volume(self, context, instance, old_volume_id, new_volume_id,
+                    new_attachment_id):
+        """Move the BDM of ``old_volume_id`` onto the new volume's attachment
+        (reserved by the API).  Any failure deletes the new attachment and
+        leaves the old volume attached as it was."""
+        event = _Event(context, instance.uuid, "compute_swap_volume", instance.host)
+        try:
+            bdm = objects.BlockDeviceMapping.get_by_volume_and_instance(
+                context, old_volume_id, instance.uuid)
+            old_attachment_id = bdm.attachment_id
+            new_connection_info = None
+            if instance.host:
+                connector = self._connector(context, instance.host, bdm.device_name)
+                attachment = self.volume_api.attachment_update(
+                    context, new_attachment_id, connector, mountpoint=bdm.device_name)
+                new_connection_info = attachment["connection_info"]
+                self.compute_rpcapi.swap_volume(context, instance, bdm,
+                                                new_connection_info)
+            self.volume_api.attachment_complete(context, new_attachment_id)
+        except Exception as error:
+            LOG.warning("swap of %s to %s on %s failed: %s", old_volume_id,
+                        new_volume_id, instance.uuid, error)
+            self._cleanup_attachment(context, new_attachment_id)
+            try:
+                self.volume_api.roll_detaching(context, old_volume_id)
+            except Exception:
+                LOG.exception("roll_detaching of %s failed", old_volume_id)
+            event.failure(error)
+            return
+        bdm.volume_id = new_volume_id
+        bdm.attachment_id = new_attachment_id
+        bdm.set_connection_info(new_connection_info)
+        bdm.save()
+        self._cleanup_attachment(context, old_attachment_id)
         event.success()
 
     # -- delete ------------------------------------------------------------------------

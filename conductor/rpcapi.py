@@ -12,6 +12,9 @@ version history:
     1.0 - Initial version: build_instances, delete_instance, detach_volume
     1.1 - attach_volume (the workflow of the async-volume-attachments spec,
           called below compute API 2.101 and cast from 2.101)
+    1.2 - stop_instance, start_instance, pause_instance, unpause_instance,
+          shelve_instance, shelve_offload_instance, unshelve_instance,
+          swap_volume
 
 A caller capped below a method's version gets ConductorTooOld (the API
 answers 503) instead of sending a message the conductor cannot dispatch.
@@ -54,7 +57,7 @@ class ConductorAPI:
 
 
 class ComputeTaskAPI:
-    VERSION = "1.1"
+    VERSION = "1.2"
 
     def __init__(self):
         target = messaging.Target(topic=TASK_TOPIC, namespace="compute_task",
@@ -92,3 +95,33 @@ class ComputeTaskAPI:
             cctxt.cast(ctxt, "attach_volume", **kwargs)
             return None
         return cctxt.call(ctxt, "attach_volume", **kwargs)
+
+    def _cast_12(self, ctxt, method, **kwargs):
+        self._prepare("1.2", method).cast(ctxt, method, **kwargs)
+
+    def stop_instance(self, ctxt, instance):
+        self._cast_12(ctxt, "stop_instance", instance=instance)
+
+    def start_instance(self, ctxt, instance):
+        self._cast_12(ctxt, "start_instance", instance=instance)
+
+    def pause_instance(self, ctxt, instance):
+        self._cast_12(ctxt, "pause_instance", instance=instance)
+
+    def unpause_instance(self, ctxt, instance):
+        self._cast_12(ctxt, "unpause_instance", instance=instance)
+
+    def shelve_instance(self, ctxt, instance, offload):
+        self._cast_12(ctxt, "shelve_instance", instance=instance, offload=offload)
+
+    def shelve_offload_instance(self, ctxt, instance):
+        self._cast_12(ctxt, "shelve_offload_instance", instance=instance)
+
+    def unshelve_instance(self, ctxt, instance):
+        self._cast_12(ctxt, "unshelve_instance", instance=instance)
+
+    def swap_volume(self, ctxt, instance, old_volume_id, new_volume_id,
+                    new_attachment_id):
+        self._cast_12(ctxt, "swap_volume", instance=instance,
+                      old_volume_id=old_volume_id, new_volume_id=new_volume_id,
+                      new_attachment_id=new_attachment_id)

@@ -21,7 +21,7 @@ class Base(DeclarativeBase):
 
 
 class TimestampMixin:
-    created_at: Mapped[datetime.datetime] = mapped_column(DateTime, default=utcnow)
+    created_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, default=utcnow)
     updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, onupdate=utcnow)
 
 

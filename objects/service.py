@@ -15,7 +15,7 @@ from oslo_versionedobjects import fields
 from objects import base
 from volattach import exception
 
-SERVICE_VERSION = 1
+SERVICE_VERSION = 2
 
 SERVICE_VERSION_HISTORY = (
     # Version 0: no service version reported (never sent by volattach)
@@ -24,6 +24,9 @@ SERVICE_VERSION_HISTORY = (
     # attach_volume, detach_volume, build_and_run_instance,
     # terminate_instance)
     {"compute_rpc": "1.0"},
+    # Version 2: compute RPC 1.1 (swap_volume, assign_device_names,
+    # pause_instance, unpause_instance)
+    {"compute_rpc": "1.1"},
 )
 
 

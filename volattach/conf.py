@@ -88,6 +88,12 @@ cinder_opts = [
                 help="Under noauth, send X-Service-Roles: service on calls "
                      "that real Cinder only allows to services (deleting "
                      "a connected attachment)."),
+    cfg.BoolOpt("noauth_include_roles", default=True,
+                help="Under noauth, send the caller's roles in the token "
+                     "(<user>:<project>:<role>,<role>), as volattach-volume "
+                     "reads it.  Set to False against a real Cinder, whose "
+                     "noauth takes everything after the first colon as the "
+                     "project id (and makes every caller admin)."),
 ]
 
 compute_opts = [
@@ -120,7 +126,7 @@ fake_driver_opts = [
     cfg.ListOpt("fail_operations", default=[],
                 help="Operations of the fake driver that raise, for tests: "
                      "any of reserve, connect, attach, detach, disconnect, "
-                     "spawn, destroy."),
+                     "spawn, destroy, swap."),
     cfg.StrOpt("device_prefix", default="vd",
                help="Guest device name prefix (vd -> /dev/vdb ...)."),
 ]
@@ -152,6 +158,11 @@ volume_opts = [
     cfg.BoolOpt("shared_targets", default=False,
                 help="The fake backend shares one host connection (target) "
                      "among all volumes attached to one host."),
+    cfg.StrOpt("host", default=socket.gethostname(),
+               sample_default="<hostname>",
+               help="Host name of the volume service: its row in GET "
+                    "/os-services is <host>@<backend_name>, and volumes "
+                    "show <host>@<backend_name>#<backend_name>."),
 ]
 
 all_opts = [

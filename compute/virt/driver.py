@@ -44,8 +44,19 @@ class ComputeDriver(abc.ABC):
     def detach_volume(self, instance, connection_info, device_name):
         """Unplug a volume from the guest (idempotent)."""
 
+    @abc.abstractmethod
+    def swap_volume(self, instance, old_connection_info, new_connection_info,
+                    device_name):
+        """Replace the volume behind ``device_name`` (both are connected)."""
+
     def power_off(self, instance):
         pass
 
     def power_on(self, instance):
+        pass
+
+    def pause(self, instance):
+        pass
+
+    def unpause(self, instance):
         pass

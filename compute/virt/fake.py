@@ -118,6 +118,25 @@ class FakeDriver(driver.ComputeDriver):
             if guest:
                 guest["devices"].pop(device_name, None)
 
+    def swap_volume(self, instance, old_connection_info, new_connection_info,
+                    device_name):
+        self._step("swap")
+        with self._lock:
+            guest = self.guests.setdefault(instance.uuid,
+                                           {"power": "running", "devices": {}})
+            guest["devices"][device_name] = new_connection_info
+
+    def pause(self, instance):
+        self._set_power(instance, "paused")
+
+    def unpause(self, instance):
+        self._set_power(instance, "running")
+
+    def _set_power(self, instance, power):
+        with self._lock:
+            if instance.uuid in self.guests:
+                self.guests[instance.uuid]["power"] = power
+
     def power_off(self, instance):
         with self._lock:
             if instance.uuid in self.guests:

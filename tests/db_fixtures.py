@@ -1,0 +1,45 @@
+"""Database fixtures shared by the suites: a fresh compute database on
+SQLite, and on PostgreSQL when VOLATTACH_TEST_PG_URL is set."""
+import contextlib
+import uuid
+
+import sqlalchemy as sa
+
+from tests import utils
+
+
+@contextlib.contextmanager
+def fresh_postgres_database(base_url):
+    """Create a uniquely named database next to ``base_url`` and drop it after."""
+    name = "va_" + uuid.uuid4().hex[:12]
+    admin = sa.make_url(base_url).set(database="postgres")
+    engine = sa.create_engine(admin.render_as_string(hide_password=False),
+                              isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text('CREATE DATABASE "%s"' % name))
+    try:
+        yield sa.make_url(base_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        from db import engine as db_engine
+        db_engine.dispose_all()
+        with engine.connect() as conn:
+            conn.execute(sa.text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = :n AND pid <> pg_backend_pid()"), {"n": name})
+            conn.execute(sa.text('DROP DATABASE IF EXISTS "%s"' % name))
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def compute_database(kind, tmp_path):
+    """A migrated compute database URL of ``kind`` ('sqlite' or 'postgresql')."""
+    from db import migration
+    if kind == "sqlite":
+        url = "sqlite:///%s" % (tmp_path / "compute.sqlite")
+        migration.db_sync(url)
+        yield url
+        return
+    base = utils.require_env(utils.PG_URL_ENV, "a PostgreSQL database test")
+    with fresh_postgres_database(base) as url:
+        migration.db_sync(url)
+        yield url

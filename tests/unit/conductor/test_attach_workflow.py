@@ -1,0 +1,107 @@
+"""The conductor's attach workflow: each step's failure undoes the steps before
+it (unit test: the compute RPC client and the volume API are test doubles)."""
+import types
+from unittest import mock
+
+import pytest
+
+import volattach  # noqa: F401
+import objects
+from conductor import manager
+from volattach import exception
+
+objects.register_all()
+
+
+class FakeBDM:
+    def __init__(self):
+        self.attachment_id = None
+        self.device_name = "/dev/vdb"
+        self.volume_id = "vol-1"
+        self.connection_info = None
+        self.saved = 0
+        self.destroyed = False
+
+    def save(self):
+        self.saved += 1
+
+    def destroy(self):
+        self.destroyed = True
+
+    def set_connection_info(self, info):
+        self.connection_info = info
+
+
+@pytest.fixture
+def workflow():
+    bdm = FakeBDM()
+    compute = mock.Mock()
+    compute.reserve_block_device_name.return_value = bdm
+    volume = mock.Mock()
+    volume.attachment_create.return_value = {"id": "att-1"}
+    volume.attachment_update.return_value = {"id": "att-1",
+                                             "connection_info": {"driver_volume_type": "fake"}}
+    with mock.patch.object(manager, "compute_rpcapi"), \
+            mock.patch.object(manager.objects, "InstanceActionEvent") as events, \
+            mock.patch.object(manager.ComputeTaskManager, "_connector",
+                              return_value={"host": "h1"}):
+        tm = manager.ComputeTaskManager(volume_api=volume)
+        tm.compute_rpcapi = compute
+        ctx = mock.Mock()
+        instance = types.SimpleNamespace(uuid="inst-1", host="h1")
+        yield types.SimpleNamespace(tm=tm, compute=compute, volume=volume, bdm=bdm,
+                                    ctx=ctx, instance=instance,
+                                    event=events.event_start.return_value)
+
+
+def test_success_runs_every_step_in_order(workflow):
+    w = workflow
+    assert w.tm.attach_volume(w.ctx, w.instance, "vol-1") == "/dev/vdb"
+    w.volume.attachment_create.assert_called_once_with(w.ctx, "vol-1", "inst-1")
+    w.volume.attachment_update.assert_called_once()
+    w.compute.attach_volume.assert_called_once_with(w.ctx, w.instance, w.bdm)
+    w.volume.attachment_complete.assert_called_once_with(w.ctx, "att-1")
+    assert w.bdm.attachment_id == "att-1" and not w.bdm.destroyed
+    w.volume.attachment_delete.assert_not_called()
+    w.event.finish.assert_called_once_with()
+
+
+def test_reserve_failure_leaves_nothing(workflow):
+    w = workflow
+    w.compute.reserve_block_device_name.side_effect = exception.DevicePathInUse(path="/dev/vdb")
+    with pytest.raises(exception.DevicePathInUse):
+        w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    w.volume.attachment_create.assert_not_called()
+    w.event.finish.assert_called_once()
+    assert isinstance(w.event.finish.call_args.kwargs["error"], exception.DevicePathInUse)
+
+
+def test_attachment_create_failure_destroys_bdm(workflow):
+    w = workflow
+    w.volume.attachment_create.side_effect = exception.InvalidVolume(reason="in-use")
+    with pytest.raises(exception.InvalidVolume):
+        w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    assert w.bdm.destroyed
+    w.volume.attachment_delete.assert_not_called()
+
+
+def test_compute_attach_failure_deletes_attachment_and_bdm(workflow):
+    w = workflow
+    w.compute.attach_volume.side_effect = exception.VirtDriverError(operation="attach",
+                                                                    reason="boom")
+    with pytest.raises(exception.VirtDriverError):
+        w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    w.volume.attachment_delete.assert_called_once_with(w.ctx, "att-1")
+    assert w.bdm.destroyed
+    w.compute.detach_volume.assert_not_called()  # never plugged
+    w.volume.attachment_complete.assert_not_called()
+
+
+def test_complete_failure_unplugs_then_cleans_up(workflow):
+    w = workflow
+    w.volume.attachment_complete.side_effect = exception.CinderConnectionFailed(reason="x")
+    with pytest.raises(exception.CinderConnectionFailed):
+        w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    w.compute.detach_volume.assert_called_once_with(w.ctx, w.instance, w.bdm)
+    w.volume.attachment_delete.assert_called_once_with(w.ctx, "att-1")
+    assert w.bdm.destroyed

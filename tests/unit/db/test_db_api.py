@@ -1,0 +1,140 @@
+"""The compute database layer on SQLite and PostgreSQL: migrations match the
+models, compare-and-swap updates, soft delete, BDM queries, services."""
+import json
+import threading
+import uuid
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+import volattach  # noqa: F401
+from db import api as db_api
+from db import engine as db_engine
+from db import models
+from tests import db_fixtures
+from volattach import exception
+from volattach.conf import CONF
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database(request, tmp_path):
+    CONF([], project="volattach", default_config_files=[])
+    with db_fixtures.compute_database(request.param, tmp_path) as url:
+        CONF.set_override("connection", url, group="database")
+        yield url
+        CONF.clear_override("connection", group="database")
+
+
+def _instance(project="p1", **kw):
+    values = {"uuid": str(uuid.uuid4()), "project_id": project, "user_id": "u1",
+              "vm_state": "active", "power_state": 1, "locked": False,
+              "launch_index": 0, "deleted": 0,
+              "flavor": json.dumps({"flavorid": "1"})}
+    values.update(kw)
+    return db_api.instance_create(values)
+
+
+def test_migrations_match_models(database):
+    engine = db_engine.get_engine(database)
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), models.Base.metadata)
+    assert diff == []
+
+
+def test_flavors_are_seeded(database):
+    flavors = {f["flavorid"]: f["name"] for f in db_api.flavor_get_all()}
+    assert flavors["1"] == "m1.tiny" and flavors["42"] == "m1.nano"
+    with pytest.raises(exception.FlavorNotFound):
+        db_api.flavor_get_by_flavor_id("nope")
+
+
+def test_instance_update_is_compare_and_swap(database):
+    row = _instance(task_state=None)
+    updated = db_api.instance_update(row["uuid"], {"task_state": "deleting"},
+                                     expected_task_state=[None])
+    assert updated["task_state"] == "deleting"
+    with pytest.raises(exception.UnexpectedTaskState):
+        db_api.instance_update(row["uuid"], {"task_state": "spawning"},
+                               expected_task_state=[None])
+    with pytest.raises(exception.UnexpectedVMState):
+        db_api.instance_update(row["uuid"], {"vm_state": "stopped"},
+                               expected_vm_state=["paused"])
+    assert db_api.instance_get_by_uuid(row["uuid"])["task_state"] == "deleting"
+
+
+def test_only_one_concurrent_cas_wins(database):
+    row = _instance(task_state=None)
+    results = []
+
+    def claim(state):
+        try:
+            db_api.instance_update(row["uuid"], {"task_state": state},
+                                   expected_task_state=[None])
+            results.append(state)
+        except exception.UnexpectedTaskState:
+            pass
+
+    threads = [threading.Thread(target=claim, args=("s%d" % i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 1
+    assert db_api.instance_get_by_uuid(row["uuid"])["task_state"] == results[0]
+
+
+def test_soft_delete_hides_instance(database):
+    row = _instance()
+    db_api.instance_destroy(row["uuid"])
+    with pytest.raises(exception.InstanceNotFound):
+        db_api.instance_get_by_uuid(row["uuid"])
+    assert db_api.instance_get_by_uuid(row["uuid"], read_deleted=True)["vm_state"] == "deleted"
+    with pytest.raises(exception.InstanceNotFound):
+        db_api.instance_destroy(row["uuid"])
+
+
+def test_instance_list_filters_and_pages(database):
+    rows = [_instance(project="pa", display_name="web-%d" % i) for i in range(5)]
+    _instance(project="pb")
+    listed = db_api.instance_get_all({"project_id": "pa"})
+    assert {r["uuid"] for r in listed} == {r["uuid"] for r in rows}
+    first = db_api.instance_get_all({"project_id": "pa"}, limit=2)
+    rest = db_api.instance_get_all({"project_id": "pa"}, marker=first[-1]["uuid"])
+    assert len(first) == 2 and len(rest) == 3
+    assert not {r["uuid"] for r in first} & {r["uuid"] for r in rest}
+    assert len(db_api.instance_get_all({"project_id": "pa", "name": "web-3"})) == 1
+    with pytest.raises(exception.InstanceNotFound):
+        db_api.instance_get_all({"project_id": "pa"}, marker=str(uuid.uuid4()))
+
+
+def test_bdm_queries(database):
+    inst = _instance()
+    vol = str(uuid.uuid4())
+    bdm = db_api.bdm_create({"uuid": str(uuid.uuid4()), "instance_uuid": inst["uuid"],
+                             "volume_id": vol, "destination_type": "volume",
+                             "source_type": "volume", "device_name": "/dev/vdb",
+                             "delete_on_termination": False, "no_device": False})
+    assert db_api.bdm_get_by_volume_and_instance(vol, inst["uuid"])["id"] == bdm["id"]
+    assert [b["id"] for b in db_api.bdm_get_by_instance_uuids([inst["uuid"]])] == [bdm["id"]]
+    db_api.bdm_update(bdm["id"], {"attachment_id": "a" * 36})
+    assert db_api.bdm_get_by_volume(vol)[0]["attachment_id"] == "a" * 36
+    db_api.bdm_destroy(bdm["id"])
+    with pytest.raises(exception.VolumeBDMNotFound):
+        db_api.bdm_get_by_volume_and_instance(vol, inst["uuid"])
+
+
+def test_services_heartbeat_and_minimum_version(database):
+    a = db_api.service_create({"uuid": str(uuid.uuid4()), "host": "h1",
+                               "binary": "volattach-compute", "version": 3,
+                               "report_count": 0, "disabled": False, "forced_down": False})
+    db_api.service_create({"uuid": str(uuid.uuid4()), "host": "h2",
+                           "binary": "volattach-compute", "version": 2,
+                           "report_count": 0, "disabled": False, "forced_down": False})
+    db_api.service_heartbeat(a["id"])
+    row = db_api.service_get(a["id"])
+    assert row["report_count"] == 1 and row["last_seen_up"] is not None
+    assert db_api.service_get_minimum_version("volattach-compute") == 2
+    assert db_api.service_get_minimum_version("nothing") is None
+    with pytest.raises(exception.ServiceNotFound):
+        db_api.service_heartbeat(99999)

@@ -1,0 +1,112 @@
+"""Guards on every version surface: objects, compute RPC API, service version.
+
+When one of these fails you changed a surface other daemons depend on.  Bump
+the version that protects it (object VERSION with a `# Version 1.N` line and
+`obj_make_compatible`; compute RPC VERSION with a docstring line, the
+manager's target, SERVICE_VERSION and its history), then update the expected
+value here.
+"""
+import hashlib
+import inspect
+
+import pytest
+
+import volattach  # noqa: F401
+import objects
+from compute import manager as compute_manager
+from compute import rpcapi as compute_rpcapi
+from conductor import manager as conductor_manager
+from conductor import rpcapi as conductor_rpcapi
+from objects import base
+from objects import service as service_obj
+
+objects.register_all()
+
+EXPECTED_OBJECT_HASHES = {
+    "BlockDeviceMapping": "1.0-d962b42f6a52205576eabad6bc943698",
+    "BlockDeviceMappingList": "1.0-64d5855ad1329af83dcc52f711c28719",
+    "Flavor": "1.0-05f5afeaccc1ab90958f7dc985b89dad",
+    "Instance": "1.0-8a56c6b854e26dca80ae68ede0a37f5b",
+    "InstanceAction": "1.0-4f86c9fda6c4c7e5f40c25a541a25aaa",
+    "InstanceActionEvent": "1.0-85b5c4bd0a9a974f4597e49bef48a94b",
+    "InstanceActionEventList": "1.0-13d92fb953030cdbfee56481756e02be",
+    "InstanceActionList": "1.0-4a53826625cc280e15fae64a575e0879",
+    "InstanceList": "1.0-96f87b1dd0a285b85e61fcb9603909a6",
+    "Service": "1.0-e25d1258522bf55195134824561b1ffc",
+    "ServiceList": "1.0-f6621975c20e5805eb2b67dec3679efc",
+}
+
+def _endpoint_signatures(cls):
+    lines = []
+    for name, func in sorted(inspect.getmembers(cls, inspect.isfunction)):
+        if name.startswith("_"):
+            continue
+        lines.append("%s%s" % (name, inspect.signature(func)))
+    return "\n".join(lines)
+
+
+def test_object_hashes_match_versions():
+    from oslo_versionedobjects import fixture
+    checker = fixture.ObjectVersionChecker(base.VolattachObjectRegistry.obj_classes())
+    expected, actual = checker.test_hashes(EXPECTED_OBJECT_HASHES)
+    assert expected == actual, (
+        "An object's fields or remotable methods changed: bump its VERSION "
+        "(with a '# Version 1.N' line and obj_make_compatible) and update "
+        "EXPECTED_OBJECT_HASHES")
+
+
+def test_every_object_declares_its_version_history():
+    for name, classes in base.VolattachObjectRegistry.obj_classes().items():
+        for cls in classes:
+            source = inspect.getsource(cls)
+            assert "# Version %s" % cls.VERSION in source, (
+                "%s %s has no '# Version %s:' history line" % (name, cls.VERSION, cls.VERSION))
+
+
+# sha1 of the compute manager's endpoint signatures, per compute RPC version
+COMPUTE_MANAGER_SIGNATURE_SHA1 = {
+    "1.0": "2417f84c783f7b21b56deec80c640b1a1ce02ef0",
+    "1.1": "4d40cef02d4ed78e37e61c526d17ecccd064a656",
+}
+
+
+def test_compute_rpc_versions_agree():
+    assert compute_manager.ComputeManager.target.version == compute_rpcapi.ComputeAPI.VERSION
+    assert (service_obj.SERVICE_VERSION_HISTORY[service_obj.SERVICE_VERSION]["compute_rpc"]
+            == compute_rpcapi.ComputeAPI.VERSION)
+    assert len(service_obj.SERVICE_VERSION_HISTORY) == service_obj.SERVICE_VERSION + 1
+    assert "%s - " % compute_rpcapi.ComputeAPI.VERSION in compute_rpcapi.__doc__
+
+
+def test_compute_endpoints_change_only_with_a_version_bump():
+    text = _endpoint_signatures(compute_manager.ComputeManager)
+    digest = hashlib.sha1(text.encode()).hexdigest()
+    expected = COMPUTE_MANAGER_SIGNATURE_SHA1.get(compute_rpcapi.ComputeAPI.VERSION)
+    assert digest == expected, (
+        "The compute manager's endpoints changed (sha1 %s):\n%s\nBump the compute "
+        "RPC version, SERVICE_VERSION and its history, then record the new sha1 "
+        "here." % (digest, text))
+
+
+CONDUCTOR_TASK_SIGNATURE_SHA1 = {
+    "1.1": "b30eace4d4c2e00a9262b6bab9357cbeafe91468",
+    "1.2": "6a6d86404e7def35aedbc39ecb2b719d7f8b8ee3",
+}
+
+
+def test_conductor_task_versions_agree():
+    assert (conductor_manager.ComputeTaskManager.target.version
+            == conductor_rpcapi.ComputeTaskAPI.VERSION)
+    assert "%s - " % conductor_rpcapi.ComputeTaskAPI.VERSION in conductor_rpcapi.__doc__
+    text = _endpoint_signatures(conductor_manager.ComputeTaskManager)
+    digest = hashlib.sha1(text.encode()).hexdigest()
+    assert digest == CONDUCTOR_TASK_SIGNATURE_SHA1[conductor_rpcapi.ComputeTaskAPI.VERSION], (
+        "The conductor task endpoints changed (sha1 %s):\n%s\nBump the "
+        "ComputeTaskAPI version and record the new sha1 here." % (digest, text))
+
+
+@pytest.mark.parametrize("version,expected", [(None, None), (0, "1.0"), (1, "1.0"),
+                                              (2, "1.1"),
+                                              (99, compute_rpcapi.ComputeAPI.VERSION)])
+def test_compute_rpc_for_service_version(version, expected):
+    assert service_obj.compute_rpc_for_service_version(version) == expected
