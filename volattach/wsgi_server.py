@@ -36,6 +36,9 @@ def run(app_uri, bind, workers=1, threads=1, timeout=120, extra=None):
         "graceful_timeout": 10,
         "accesslog": None,
         "preload_app": False,
+        # gunicorn 27's control socket is one path per user: two daemons
+        # (api and volume) on one host would fight over it.
+        "control_socket_disable": True,
     }
     options.update(extra or {})
     _Application(app_uri, options).run()

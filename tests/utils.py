@@ -1,0 +1,40 @@
+"""Generic helpers for volattach's test suites (no fixtures here)."""
+import os
+import socket
+
+import pytest
+
+RABBIT_URL_ENV = "VOLATTACH_TEST_RABBIT_URL"
+PG_URL_ENV = "VOLATTACH_TEST_PG_URL"
+
+
+def free_port(host="127.0.0.1"):
+    """A TCP port on ``host`` that nothing listens on right now.
+
+    The port is only free until someone else takes it: bind it soon.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def in_ci():
+    """True under CI (``CI`` set to anything but empty/0/false/no)."""
+    return os.environ.get("CI", "").strip().lower() not in (
+        "", "0", "false", "no")
+
+
+def require_env(name, what):
+    """The value of environment variable ``name``, needed for ``what``.
+
+    Unset: the calling test skips, or fails under CI, where every service
+    must be there (``scripts/test`` sets these variables).
+    """
+    value = os.environ.get(name)
+    if value:
+        return value
+    message = (f"{what} needs {name} (scripts/test starts the services and "
+               f"sets it)")
+    if in_ci():
+        pytest.fail(f"CI: {message}", pytrace=False)
+    pytest.skip(message)
