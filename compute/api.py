@@ -226,6 +226,7 @@ class API:
                 instance = objects.Instance(
                     context, uuid=str(uuidlib.uuid4()), project_id=context.project_id,
                     user_id=context.user_id, display_name=display_name,
+                    display_description=description,
                     hostname=display_name, vm_state=instance_obj.BUILDING,
                     task_state="scheduling", power_state=instance_obj.NOSTATE,
                     flavor=flavor, image_ref=image_ref or "", key_name=key_name,

@@ -73,6 +73,7 @@ class Instance(TimestampMixin, Base):
     project_id: Mapped[str] = mapped_column(String(255))
     user_id: Mapped[str] = mapped_column(String(255))
     display_name: Mapped[str | None] = mapped_column(String(255))
+    display_description: Mapped[str | None] = mapped_column(Text)
     hostname: Mapped[str | None] = mapped_column(String(255))
     host: Mapped[str | None] = mapped_column(String(255))
     node: Mapped[str | None] = mapped_column(String(255))

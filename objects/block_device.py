@@ -54,7 +54,8 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
     def _from_row(cls, context, row):
         return base.fill(cls(context), row)
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_by_volume_and_instance(cls, context, volume_id, instance_uuid):
         from db import api as db_api
         return cls._from_row(context, db_api.bdm_get_by_volume_and_instance(
@@ -93,17 +94,20 @@ class BlockDeviceMappingList(base.ObjectListBase, base.VolattachObject):
 
     fields = {"objects": fields.ListOfObjectsField("BlockDeviceMapping")}
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_by_instance_uuid(cls, context, instance_uuid):
         from db import api as db_api
         return cls._from_rows(context, db_api.bdm_get_by_instance_uuids([instance_uuid]))
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_by_instance_uuids(cls, context, instance_uuids):
         from db import api as db_api
         return cls._from_rows(context, db_api.bdm_get_by_instance_uuids(instance_uuids))
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_by_volume(cls, context, volume_id):
         from db import api as db_api
         return cls._from_rows(context, db_api.bdm_get_by_volume(volume_id))

@@ -29,12 +29,14 @@ class Flavor(base.VolattachObject):
         obj = cls(context)
         return base.fill(obj, row)
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_by_flavor_id(cls, context, flavorid):
         from db import api as db_api
         return cls._from_row(context, db_api.flavor_get_by_flavor_id(flavorid))
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_all(cls, context):
         from db import api as db_api
         return [cls._from_row(context, r) for r in db_api.flavor_get_all()]

@@ -38,6 +38,7 @@ class Instance(base.VolattachPersistentObject, base.VolattachObject):
         "project_id": fields.StringField(),
         "user_id": fields.StringField(),
         "display_name": fields.StringField(nullable=True),
+        "display_description": fields.StringField(nullable=True),
         "hostname": fields.StringField(nullable=True),
         "host": fields.StringField(nullable=True),
         "node": fields.StringField(nullable=True),
@@ -91,7 +92,8 @@ class Instance(base.VolattachPersistentObject, base.VolattachObject):
             values[name] = value
         return values
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_by_uuid(cls, context, uuid, read_deleted=False):
         from db import api as db_api
         return cls._from_row(context, db_api.instance_get_by_uuid(uuid, read_deleted))
@@ -140,7 +142,8 @@ class InstanceList(base.ObjectListBase, base.VolattachObject):
 
     fields = {"objects": fields.ListOfObjectsField("Instance")}
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_by_filters(cls, context, filters, limit=None, marker=None, sort_dir="desc"):
         from db import api as db_api
         rows = db_api.instance_get_all(filters, limit=limit, marker=marker,

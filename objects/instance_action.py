@@ -36,7 +36,8 @@ class InstanceAction(base.VolattachObject):
     def _from_row(cls, context, row):
         return base.fill(cls(context), row)
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def action_start(cls, context, instance_uuid, action):
         from db import api as db_api
         row = db_api.action_start({
@@ -45,7 +46,8 @@ class InstanceAction(base.VolattachObject):
             "project_id": context.project_id})
         return cls._from_row(context, row)
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_by_request_id(cls, context, instance_uuid, request_id):
         from db import api as db_api
         row = db_api.action_get_by_request_id(instance_uuid, request_id)
@@ -59,7 +61,8 @@ class InstanceActionList(base.ObjectListBase, base.VolattachObject):
 
     fields = {"objects": fields.ListOfObjectsField("InstanceAction")}
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_by_instance_uuid(cls, context, instance_uuid):
         from db import api as db_api
         return cls(context, objects=[InstanceAction._from_row(context, r)
@@ -87,7 +90,8 @@ class InstanceActionEvent(base.VolattachObject):
     def _from_row(cls, context, row):
         return base.fill(cls(context), row)
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def event_start(cls, context, instance_uuid, event, host=None):
         """Start ``event`` under the action of this request (created if missing)."""
         from db import api as db_api
@@ -123,7 +127,8 @@ class InstanceActionEventList(base.ObjectListBase, base.VolattachObject):
 
     fields = {"objects": fields.ListOfObjectsField("InstanceActionEvent")}
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_by_action(cls, context, action_id):
         from db import api as db_api
         return cls(context, objects=[InstanceActionEvent._from_row(context, r)

@@ -72,18 +72,21 @@ class Service(base.VolattachPersistentObject, base.VolattachObject):
                                    if values["connector"] is not None else None)
         return values
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_by_host_and_binary(cls, context, host, binary):
         from db import api as db_api
         row = db_api.service_get_by_host_and_binary(host, binary)
         return cls._from_row(context, row) if row else None
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_by_id(cls, context, service_id):
         from db import api as db_api
         return cls._from_row(context, db_api.service_get(service_id))
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_minimum_version(cls, context, binary):
         from db import api as db_api
         return db_api.service_get_minimum_version(binary)
@@ -130,7 +133,8 @@ class ServiceList(base.ObjectListBase, base.VolattachObject):
 
     fields = {"objects": fields.ListOfObjectsField("Service")}
 
-    @base.remotable_classmethod
+    @classmethod
+    @base.remotable
     def get_all(cls, context, binary=None, host=None):
         from db import api as db_api
         rows = db_api.service_get_all(binary=binary, host=host)

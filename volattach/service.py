@@ -79,19 +79,34 @@ class Service:
                                          rpc_version=self.rpc_version,
                                          connector=self.connector,
                                          last_seen_up=None)
-                record.create()
-            else:
-                record.version = service_obj.SERVICE_VERSION
-                record.rpc_version = self.rpc_version
-                record.topic = self.topic
-                record.connector = self.connector
-                record.save()
+                try:
+                    record.create()
+                except Exception:
+                    # another process of this service (a gunicorn worker)
+                    # registered the same host and binary first
+                    record = objects.Service.get_by_host_and_binary(
+                        ctxt, self.host, self.binary)
+                    if record is None:
+                        raise
+            record.version = service_obj.SERVICE_VERSION
+            record.rpc_version = self.rpc_version
+            record.topic = self.topic
+            record.connector = self.connector
+            record.save()
             record.heartbeat()
         self.record = record
         return record
 
-    def start(self):
-        self.register()
+    def start(self, tolerate_registration_failure=False):
+        """Register, serve RPC, heartbeat.  With ``tolerate_registration_failure``
+        (the API workers) a database that is not there yet is logged and the
+        heartbeat thread keeps trying to register."""
+        try:
+            self.register()
+        except Exception as error:
+            if not tolerate_registration_failure:
+                raise
+            LOG.warning("%s could not register yet (%s); retrying", self.binary, error)
         endpoints = self.endpoints
         if self.indirection_api is not None:
             endpoints = [_IndirectionEndpoint(e, self.indirection_api) for e in endpoints]
@@ -116,6 +131,9 @@ class Service:
     def _heartbeat_loop(self):
         while not self._stop.wait(CONF.report_interval):
             try:
+                if self.record is None:
+                    self.register()
+                    continue
                 with self._scope():
                     self.record.heartbeat()
             except Exception as error:  # keep beating: the DB or broker may come back

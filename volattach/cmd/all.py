@@ -54,6 +54,7 @@ class AllInOne:
             self.services.append(compute)
             self.computes[host] = compute
         from api import wsgi as api_wsgi
+        self.services.append(api_wsgi.register_api_service())
         self.api_app = api_wsgi.make_app(conf)
         if self.serve_api:
             server = wsgi_server.serve_in_thread(self.api_app, conf.api.listen,

@@ -62,6 +62,7 @@ def upgrade():
         sa.Column("project_id", sa.String(255), nullable=False),
         sa.Column("user_id", sa.String(255), nullable=False),
         sa.Column("display_name", sa.String(255)),
+        sa.Column("display_description", sa.Text),
         sa.Column("hostname", sa.String(255)),
         sa.Column("host", sa.String(255)),
         sa.Column("node", sa.String(255)),

@@ -1,0 +1,96 @@
+"""POST /servers/{server_id}/action: os-start, os-stop, pause, unpause, lock,
+unlock, shelve, shelveOffload, unshelve.  Each answers 202 with no body.
+
+``ACTIONS`` maps the body's only key to (schemas, policy, handler method).
+"""
+from api import common
+from api import policy
+from api import validation
+from api.schemas import servers as schemas
+from volattach import exception
+
+
+class ServerAction(common.Resource):
+
+    ACTIONS = {
+        "os-start": (schemas.START, "os_compute_api:servers:start", "_start"),
+        "os-stop": (schemas.STOP, "os_compute_api:servers:stop", "_stop"),
+        "pause": (schemas.PAUSE, "os_compute_api:os-pause-server:pause",
+                  "_pause"),
+        "unpause": (schemas.UNPAUSE, "os_compute_api:os-pause-server:unpause",
+                    "_unpause"),
+        "lock": (schemas.LOCK, "os_compute_api:os-lock-server:lock", "_lock"),
+        "unlock": (schemas.UNLOCK, "os_compute_api:os-lock-server:unlock",
+                   "_unlock"),
+        "shelve": (schemas.SHELVE, "os_compute_api:os-shelve:shelve",
+                   "_shelve"),
+        "shelveOffload": (schemas.SHELVE_OFFLOAD,
+                          "os_compute_api:os-shelve:shelve_offload",
+                          "_shelve_offload"),
+        "unshelve": (schemas.UNSHELVE, "os_compute_api:os-shelve:unshelve",
+                     "_unshelve"),
+    }
+
+    def on_post(self, req, resp, server_id):
+        ctx = req.context.ctx
+        body = common.read_body(req)
+        if not isinstance(body, dict) or len(body) != 1:
+            raise exception.InvalidRequest(message="Malformed request body")
+        name = next(iter(body))
+        if name not in self.ACTIONS:
+            raise exception.InvalidRequest(
+                message="There is no such action: %s" % name)
+        versioned, rule, method = self.ACTIONS[name]
+        validation.validate_body(req.context.microversion, versioned, body)
+        instance = self.compute.get(ctx, server_id)
+        policy.authorize(ctx, rule, {"project_id": instance.project_id})
+        getattr(self, method)(req, ctx, instance, body[name])
+        common.send(resp, None, status=202)
+
+    def _start(self, req, ctx, instance, value):
+        self.compute.start(ctx, instance)
+
+    def _stop(self, req, ctx, instance, value):
+        self.compute.stop(ctx, instance)
+
+    def _pause(self, req, ctx, instance, value):
+        self.compute.pause(ctx, instance)
+
+    def _unpause(self, req, ctx, instance, value):
+        self.compute.unpause(ctx, instance)
+
+    def _lock(self, req, ctx, instance, value):
+        reason = None
+        if req.context.microversion.matches("2.73") and value is not None:
+            reason = value.get("locked_reason")
+        self.compute.lock(ctx, instance, reason=reason)
+
+    def _unlock(self, req, ctx, instance, value):
+        # a lock set by an admin (of another project) needs an admin to go
+        expected = "owner" if ctx.project_id == instance.project_id else "admin"
+        locked_by = getattr(instance, "locked_by", None)
+        if instance.locked and locked_by and locked_by != expected:
+            policy.authorize(ctx,
+                             "os_compute_api:os-lock-server:unlock:unlock_override",
+                             {"project_id": instance.project_id})
+        self.compute.unlock(ctx, instance)
+
+    def _shelve(self, req, ctx, instance, value):
+        self.compute.shelve(ctx, instance)
+
+    def _shelve_offload(self, req, ctx, instance, value):
+        self.compute.shelve_offload(ctx, instance)
+
+    def _unshelve(self, req, ctx, instance, value):
+        mv = req.context.microversion
+        availability_zone = host = None
+        if mv.matches("2.77") and isinstance(value, dict):
+            availability_zone = value.get("availability_zone")
+            if mv.matches("2.91"):
+                host = value.get("host")
+                if host:
+                    policy.authorize(ctx,
+                                     "os_compute_api:os-shelve:unshelve_to_host",
+                                     {"project_id": instance.project_id})
+        self.compute.unshelve(ctx, instance, availability_zone=availability_zone,
+                              host=host)

@@ -1,0 +1,15 @@
+"""GET / and GET /v2.1/: the version documents (no authentication)."""
+from api import common
+from api.views import versions as view
+
+
+class Root(common.Resource):
+
+    def on_get(self, req, resp):
+        common.send(resp, view.versions(req.context.base_url))
+
+
+class V21(common.Resource):
+
+    def on_get(self, req, resp):
+        common.send(resp, view.version(req.context.base_url))

@@ -1,0 +1,59 @@
+"""The route table of the compute API: every URL, in one place.
+
+Each row is ``(path, handler class, suffix)``: falcon calls
+``on_<method>`` of the handler for the path, or ``on_<method>_<suffix>``
+when a suffix is given (``GET /servers/{server_id}`` is
+``Servers.on_get_item``).  Paths under ``/v2.1`` are also routed with
+Nova's legacy ``/v2.1/{project_id}/...`` prefix (``api.common.RequestScope``
+takes the project id out and checks it against the caller's).
+"""
+from api.handlers import flavors
+from api.handlers import instance_actions
+from api.handlers import server_actions
+from api.handlers import servers
+from api.handlers import services
+from api.handlers import versions
+from api.handlers import volume_attachments
+
+V21 = "/v2.1"
+_SERVER = "/servers/{server_id}"
+
+ROUTES = (
+    ("/", versions.Root, None),
+    (V21, versions.V21, None),
+    # flavors
+    (V21 + "/flavors", flavors.Flavors, None),
+    (V21 + "/flavors/detail", flavors.Flavors, "detail"),
+    (V21 + "/flavors/{flavor_id}", flavors.Flavors, "item"),
+    # os-services
+    (V21 + "/os-services", services.Services, None),
+    # servers
+    (V21 + "/servers", servers.Servers, None),
+    (V21 + "/servers/detail", servers.Servers, "detail"),
+    (V21 + _SERVER, servers.Servers, "item"),
+    (V21 + _SERVER + "/action", server_actions.ServerAction, None),
+    # volume attachments
+    (V21 + _SERVER + "/os-volume_attachments",
+     volume_attachments.VolumeAttachments, None),
+    (V21 + _SERVER + "/os-volume_attachments/{volume_id}",
+     volume_attachments.VolumeAttachments, "item"),
+    # instance actions
+    (V21 + _SERVER + "/os-instance-actions",
+     instance_actions.InstanceActions, None),
+    (V21 + _SERVER + "/os-instance-actions/{request_id}",
+     instance_actions.InstanceActions, "item"),
+)
+
+
+def add_routes(app, compute_api, conf):
+    """Add ROUTES to a falcon App; one handler instance per class."""
+    handlers = {}
+    for path, handler_class, suffix in ROUTES:
+        handler = handlers.get(handler_class)
+        if handler is None:
+            handler = handlers[handler_class] = handler_class(compute_api, conf)
+        kwargs = {"suffix": suffix} if suffix else {}
+        app.add_route(path, handler, **kwargs)
+        if path.startswith(V21 + "/"):
+            app.add_route(V21 + "/{project_id}" + path[len(V21):], handler,
+                          **kwargs)

@@ -1,0 +1,40 @@
+"""volume.microversion: negotiation of OpenStack-API-Version: volume X.Y."""
+import pytest
+
+from volume import microversion as mv
+
+
+@pytest.mark.parametrize("headers, expected", [
+    ({}, (3, 0)),
+    ({"OpenStack-API-Version": "volume 3.27"}, (3, 27)),
+    ({"openstack-api-version": "volume latest"}, (3, 71)),
+    ({"OpenStack-API-Version": "compute 2.1, volume 3.44"}, (3, 44)),
+    ({"OpenStack-API-Version": "compute 2.1"}, (3, 0)),
+    ({"OpenStack-Volume-microversion": "3.54"}, (3, 54)),
+    ({"OpenStack-API-Version": "volume 3.50",
+      "OpenStack-Volume-microversion": "3.54"}, (3, 50)),
+])
+def test_negotiate(headers, expected):
+    assert mv.negotiate(headers) == expected
+
+
+@pytest.mark.parametrize("value", ["3", "3.x", "x.1", "3.01", "3.1.1", ""])
+def test_bad_format(value):
+    with pytest.raises(mv.InvalidVersionString):
+        mv.negotiate({"OpenStack-API-Version": "volume %s" % value}
+                     if value else {"OpenStack-Volume-microversion": " "})
+
+
+@pytest.mark.parametrize("value", ["2.0", "3.72", "4.0"])
+def test_out_of_range(value):
+    with pytest.raises(mv.VersionNotAcceptable) as err:
+        mv.negotiate({"OpenStack-API-Version": "volume %s" % value})
+    assert str(err.value) == (
+        "Version %s is not supported by the API. Minimum is 3.0 and maximum "
+        "is 3.71." % value)
+
+
+def test_versions_compare_numerically():
+    assert mv.Version(3, 9) < mv.Version(3, 27) < mv.Version(3, 100)
+    assert str(mv.Version.parse("3.44")) == "3.44"
+    assert mv.NEW_ATTACH < mv.ATTACHMENT_COMPLETE < mv.ATTACHMENT_MODE

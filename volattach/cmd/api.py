@@ -1,0 +1,37 @@
+"""volattach-api: the compute API, served by gunicorn.
+
+Parses the command line and configuration in the master, exports the
+configuration files in ``VOLATTACH_CONFIG_FILE`` (colon-separated: what
+``api.wsgi`` reads in a worker that finds the configuration unparsed), then
+runs gunicorn on ``api.wsgi:application`` bound to ``[api] listen`` and
+``[api] port`` with ``[api] workers`` processes of ``[api] threads``
+threads.  Each worker creates its own RPC transport after the fork.
+"""
+import os
+import sys
+
+from api import wsgi as api_wsgi
+from volattach import conf as volattach_conf
+from volattach import wsgi_server
+
+APP_URI = "api.wsgi:application"
+
+
+def bind_address(conf):
+    host = conf.api.listen
+    if ":" in host and not host.startswith("["):
+        host = "[%s]" % host  # IPv6 literal
+    return "%s:%s" % (host, conf.api.port)
+
+
+def main(argv=None, conf=None):
+    conf = volattach_conf.CONF if conf is None else conf
+    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
+                              conf=conf)
+    os.environ[api_wsgi.CONFIG_FILE_ENV] = ":".join(conf.config_file or [])
+    wsgi_server.run(APP_URI, bind=bind_address(conf), workers=conf.api.workers,
+                    threads=conf.api.threads)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""volattach-volume: the Cinder-compatible volume service.
+
+Parses the configuration, runs the volume database migrations, registers
+the service (and keeps its heartbeat from the gunicorn master), then serves
+``volume.wsgi:application`` with gunicorn on ``[volume] listen``/``port``
+with ``[volume] workers`` processes.
+"""
+import sys
+
+from volattach import conf as volattach_conf
+from volattach import wsgi_server
+
+
+def _bind(host, port):
+    return "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+
+
+def main(argv=None):
+    from volume import service
+
+    conf = volattach_conf.CONF
+    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
+    service.prepare(conf)
+    service.start_heartbeat(conf)
+    wsgi_server.run("volume.wsgi:application",
+                    bind=_bind(conf.volume.listen, conf.volume.port),
+                    workers=conf.volume.workers)
+
+
+if __name__ == "__main__":
+    main()

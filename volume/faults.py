@@ -1,0 +1,91 @@
+"""The one fault mapper of the volume API: exceptions -> Cinder error bodies.
+
+Every error response has Cinder's shape ``{"<faultName>": {"code": N,
+"message": "..."}}``.  Domain exceptions map by family (Invalid 400,
+NotAuthenticated 401, Forbidden 403, NotFound 404, Conflict 409,
+ServiceUnavailable 503); falcon's own HTTP errors (unknown route, bad
+method, malformed JSON, microversion errors raised by the middleware) keep
+their status; anything else is logged and becomes Cinder's generic 500.
+"""
+import falcon
+from oslo_log import log as logging
+
+from volattach import exception
+
+LOG = logging.getLogger(__name__)
+
+FAULT_NAMES = {
+    400: "badRequest",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "itemNotFound",
+    405: "badMethod",
+    409: "conflictingRequest",
+    413: "overLimit",
+    415: "badMediaType",
+    429: "overLimit",
+    501: "notImplemented",
+    503: "serviceUnavailable",
+}
+DEFAULT_FAULT = "computeFault"
+
+_FAMILIES = (
+    (exception.NotAuthenticated, 401),
+    (exception.Forbidden, 403),
+    (exception.NotFound, 404),
+    (exception.Invalid, 400),
+    (exception.Conflict, 409),
+    (exception.ServiceUnavailable, 503),
+)
+
+NOT_FOUND = "The resource could not be found."
+NOT_AUTHENTICATED = "The request you have made requires authentication."
+INTERNAL = ("The server has either erred or is incapable of performing the "
+            "requested operation.")
+
+
+def status_of(exc):
+    for family, status in _FAMILIES:
+        if isinstance(exc, family):
+            return status
+    return 500
+
+
+def fault_body(status, message):
+    return {FAULT_NAMES.get(status, DEFAULT_FAULT):
+            {"code": status, "message": message}}
+
+
+def _falcon_message(exc):
+    if isinstance(exc, (falcon.MediaMalformedError,
+                        falcon.MediaNotFoundError)):
+        return "Malformed request body"
+    if isinstance(exc, falcon.HTTPNotFound) and not exc.description:
+        return NOT_FOUND
+    if isinstance(exc, falcon.HTTPMethodNotAllowed):
+        return "The method specified is not allowed for this resource."
+    return exc.description or exc.title
+
+
+def handle(req, resp, exc, params):
+    """Falcon error handler for every exception."""
+    if isinstance(exc, falcon.HTTPError):
+        status, message = exc.status_code, _falcon_message(exc)
+        if exc.headers:
+            resp.set_headers(exc.headers)
+    elif isinstance(exc, exception.VolattachException):
+        status, message = status_of(exc), exc.format_message()
+        if status == 500:
+            LOG.error("Unexpected error on %s %s: %s", req.method, req.path,
+                      message)
+    else:
+        LOG.exception("Unexpected error on %s %s", req.method, req.path)
+        status, message = 500, INTERNAL
+    resp.status = status
+    resp.media = fault_body(status, message)
+
+
+def install(app):
+    for exc_type in (Exception, falcon.HTTPError,
+                     exception.VolattachException):
+        app.add_error_handler(exc_type, handle)

@@ -1,0 +1,96 @@
+"""/attachments: the new attach API (3.27+; os-complete 3.44+; mode 3.54+).
+
+Below 3.27 the resource does not exist (404, as Cinder).  GET of one
+attachment (and the detail list) adds ``shared_connections_by_attachment``;
+DELETE answers the volume's remaining attachments.  Bodies of POST and PUT
+are the fresh state (Cinder's PUT body is stale; ours is not).
+"""
+import falcon
+
+from volattach import exception
+from volume import microversion as mv
+from volume import views
+from volume.handlers import body, context, flag, require_version, version
+from volume.schemas import attachments as schemas
+
+
+def _list_filters(req):
+    return {"volume_id": req.get_param("volume_id"),
+            "instance_id": req.get_param("instance_id"),
+            "all_tenants": flag(req, "all_tenants")}
+
+
+class Collection:
+    def __init__(self, manager):
+        self.manager = manager
+
+    def on_get(self, req, resp):
+        require_version(req, mv.NEW_ATTACH)
+        items = self.manager.attachment_list(context(req),
+                                             **_list_filters(req))
+        resp.media = {"attachments": [views.attachment_summary(a)
+                                      for a in items]}
+
+    def on_post(self, req, resp):
+        require_version(req, mv.NEW_ATTACH)
+        schema = (schemas.create_v354 if version(req) >= mv.ATTACHMENT_MODE
+                  else schemas.create)
+        data = body(req, schema)["attachment"]
+        attachment = self.manager.attachment_create(
+            context(req), data["volume_uuid"],
+            instance_uuid=data.get("instance_uuid"),
+            connector=data.get("connector") or None,
+            mode=data.get("mode"))
+        resp.media = {"attachment": views.attachment_detail(attachment)}
+
+
+class Detail:
+    def __init__(self, manager):
+        self.manager = manager
+
+    def on_get(self, req, resp):
+        require_version(req, mv.NEW_ATTACH)
+        items = self.manager.attachment_list(context(req), detail=True,
+                                             **_list_filters(req))
+        resp.media = {"attachments": [views.attachment_detail(a)
+                                      for a in items]}
+
+
+class Item:
+    def __init__(self, manager):
+        self.manager = manager
+
+    def on_get(self, req, resp, attachment_id):
+        require_version(req, mv.NEW_ATTACH)
+        attachment = self.manager.attachment_get(context(req), attachment_id)
+        resp.media = {"attachment": views.attachment_detail(attachment)}
+
+    def on_put(self, req, resp, attachment_id):
+        require_version(req, mv.NEW_ATTACH)
+        data = body(req, schemas.update)["attachment"]
+        attachment = self.manager.attachment_update(
+            context(req), attachment_id, data["connector"])
+        resp.media = {"attachment": views.attachment_detail(attachment)}
+
+    def on_delete(self, req, resp, attachment_id):
+        require_version(req, mv.NEW_ATTACH)
+        remaining = self.manager.attachment_delete(context(req),
+                                                   attachment_id)
+        resp.media = {"attachments": [views.attachment_summary(a)
+                                      for a in remaining]}
+
+
+class Action:
+    def __init__(self, manager):
+        self.manager = manager
+
+    def on_post(self, req, resp, attachment_id):
+        require_version(req, mv.ATTACHMENT_COMPLETE)
+        data = req.get_media(default_when_empty=None)
+        if isinstance(data, dict) and len(data) == 1 and \
+                "os-complete" not in data:
+            raise exception.InvalidInput(
+                message="There is no such action: %s" % next(iter(data)))
+        body(req, schemas.complete)
+        self.manager.attachment_complete(context(req), attachment_id)
+        resp.status = falcon.HTTP_204

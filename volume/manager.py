@@ -1,0 +1,369 @@
+"""Operations of the volume service: policy, the fake backend and the
+attachment workflow, each operation one database transaction.
+
+Handlers call these methods with a RequestContext and get plain dicts back;
+errors are domain exceptions (``volattach.exception``), mapped to HTTP only
+in ``volume.faults``.  Scope: a non-admin caller only sees its project's
+volumes and attachments (others are "not found"); an admin sees all.
+
+A call that fails (bad connector, refused reservation, missing volume)
+changes nothing: the connector is checked before the transaction and the
+connection is built inside it, so an error rolls the reservation back.
+"""
+import json
+import threading
+
+from oslo_log import log as logging
+
+from volattach import exception
+from volume import backend as backend_mod
+from volume import states
+from volume.db import api as db
+from volume.db import engine as db_engine
+
+LOG = logging.getLogger(__name__)
+
+# The names GET /os-services shows; clients filter on Cinder's binary name.
+BINARY = "cinder-volume"
+TOPIC = "cinder-volume"
+AVAILABILITY_ZONE = "nova"
+
+MULTIATTACH_REMOVED = (
+    "multiattach parameter has been removed. The default behavior is to use "
+    "multiattach enabled volume types. Contact your administrator to create "
+    "a multiattach enabled volume type and use it to create multiattach "
+    "volumes.")
+
+
+def _require_admin(ctx, action):
+    if not ctx.is_admin:
+        raise exception.PolicyNotAuthorized(action=action)
+
+
+def _scope(ctx, all_tenants=True):
+    """Project filter for queries: None (everything) for admins."""
+    if ctx.is_admin and all_tenants:
+        return None
+    return ctx.project_id
+
+
+class VolumeManager:
+
+    def __init__(self, conf, database=None):
+        self.conf = conf
+        self.db = database or db_engine.Database(
+            conf.volume.connection)
+        self.host = conf.volume.host
+        self.backend = backend_mod.FakeISCSIBackend(
+            name=conf.volume.backend_name, service_host=self.host,
+            portal_address=conf.volume.listen,
+            shared_targets=conf.volume.shared_targets)
+        self._service = None
+        self._service_lock = threading.Lock()
+
+    @property
+    def backend_host(self):
+        return "%s@%s" % (self.host, self.conf.volume.backend_name)
+
+    # -- service registration -------------------------------------------------
+
+    def register(self):
+        """Create (or find) this service's row; cached per process."""
+        with self._service_lock:
+            if self._service is None:
+                self._service = self.db.write(
+                    db.service_get_or_create, self.backend_host, BINARY,
+                    TOPIC, AVAILABILITY_ZONE)
+        return self._service
+
+    @property
+    def service_uuid(self):
+        return self.register()["uuid"]
+
+    def heartbeat(self):
+        self.db.write(db.service_heartbeat, self.register()["id"])
+
+    def service_list(self, ctx, host=None, binary=None):
+        _require_admin(ctx, "volume_extension:services:index")
+        return self.db.read(db.service_list, host=host, binary=binary)
+
+    # -- volume types ---------------------------------------------------------
+
+    def type_create(self, ctx, name, description=None, is_public=True,
+                    extra_specs=None):
+        _require_admin(ctx, "volume_extension:types_manage")
+        return self.db.write(db.type_create, name, description, is_public,
+                             extra_specs or {})
+
+    def type_get(self, ctx, type_id):
+        return self.db.read(db.type_get, type_id)
+
+    def type_list(self, ctx):
+        return self.db.read(db.type_list, include_private=ctx.is_admin)
+
+    def type_delete(self, ctx, type_id):
+        _require_admin(ctx, "volume_extension:types_manage")
+        self.db.write(db.type_delete, type_id)
+
+    # -- volumes --------------------------------------------------------------
+
+    def volume_create(self, ctx, size, name=None, description=None,
+                      volume_type=None, availability_zone=None,
+                      metadata=None, multiattach=False):
+        """Create a volume; returns it as accepted (status ``creating``).
+
+        The fake backend creates synchronously: before this returns, the
+        volume is ``available`` in the database (a GET right after the 202
+        sees it available), while the 202 body, like Cinder's, shows the
+        state in which the request was accepted.
+        """
+        if multiattach:
+            raise exception.InvalidInput(message=MULTIATTACH_REMOVED)
+        if availability_zone not in (None, AVAILABILITY_ZONE):
+            raise exception.InvalidInput(
+                reason="Availability zone '%s' is invalid." %
+                availability_zone)
+
+        def create(conn):
+            vtype = db.type_get(conn, volume_type or db.DEFAULT_TYPE_NAME)
+            return db.volume_create(conn, {
+                "project_id": ctx.project_id, "user_id": ctx.user_id,
+                "name": name, "description": description, "size": size,
+                "status": states.CREATING,
+                "availability_zone": AVAILABILITY_ZONE,
+                "volume_type_id": vtype["id"],
+                "multiattach": states.is_multiattach_spec(
+                    vtype["extra_specs"].get("multiattach")),
+                "readonly": False,
+                "shared_targets": self.backend.shared_targets,
+                "bootable": False, "metadata": metadata or {},
+            })
+
+        accepted = self.db.write(create)
+        service_uuid = self.service_uuid
+        try:
+            host = self.backend.create_volume(accepted)
+            values = {"status": states.AVAILABLE, "host": host,
+                      "service_uuid": service_uuid}
+        except Exception:
+            LOG.exception("Backend failed to create volume %s", accepted["id"])
+            values = {"status": states.ERROR, "service_uuid": service_uuid}
+        self.db.write(db.volume_update, accepted["id"], values,
+                      expected_statuses=[states.CREATING])
+        accepted["attachments"] = []
+        return accepted
+
+    def _with_attachments(self, conn, vols):
+        by_volume = db.attachments_by_volume(
+            conn, [v["id"] for v in vols], statuses=[states.ATT_ATTACHED])
+        for vol in vols:
+            vol["attachments"] = by_volume[vol["id"]]
+        return vols
+
+    def volume_get(self, ctx, volume_id):
+        def get(conn):
+            vol = db.volume_get(conn, volume_id, _scope(ctx))
+            return self._with_attachments(conn, [vol])[0]
+        return self.db.read(get)
+
+    def volume_list(self, ctx, all_tenants=False):
+        def list_(conn):
+            vols = db.volume_list(conn, _scope(ctx, all_tenants))
+            return self._with_attachments(conn, vols)
+        return self.db.read(list_)
+
+    def volume_delete(self, ctx, volume_id):
+        def delete(conn):
+            if db.volume_delete(conn, volume_id, _scope(ctx)):
+                return
+            db.volume_get(conn, volume_id, _scope(ctx))  # 404 if missing
+            raise exception.InvalidVolume(reason=states.DELETE_REFUSED)
+        self.db.write(delete)
+
+    def volume_set_readonly(self, ctx, volume_id, readonly):
+        def update(conn):
+            if db.volume_update(conn, volume_id, {"readonly": readonly},
+                                [states.AVAILABLE], _scope(ctx)):
+                return
+            vol = db.volume_get(conn, volume_id, _scope(ctx))
+            raise exception.InvalidVolume(
+                reason="Volume %s status must be available to update "
+                       "readonly flag, but current status is: %s."
+                       % (volume_id, vol["status"]))
+        self.db.write(update)
+
+    def volume_begin_detaching(self, ctx, volume_id):
+        def begin(conn):
+            if db.volume_update(conn, volume_id,
+                                {"status": states.DETACHING},
+                                [states.IN_USE], _scope(ctx)):
+                return
+            db.volume_get(conn, volume_id, _scope(ctx))
+            raise exception.InvalidVolume(
+                reason="Unable to detach volume. Volume status must be "
+                       "'in-use' and attach_status must be 'attached' to "
+                       "detach.")
+        self.db.write(begin)
+
+    def volume_roll_detaching(self, ctx, volume_id):
+        """detaching -> in-use; a no-op in any other status (as Cinder)."""
+        def roll(conn):
+            if not db.volume_update(conn, volume_id,
+                                    {"status": states.IN_USE},
+                                    [states.DETACHING], _scope(ctx)):
+                db.volume_get(conn, volume_id, _scope(ctx))
+        self.db.write(roll)
+
+    def volume_reset_status(self, ctx, volume_id, status=None,
+                            migration_status=None):
+        _require_admin(ctx, "volume_extension:volume_admin_actions:"
+                            "reset_status")
+        values = {}
+        if status is not None:
+            values["status"] = status
+        if migration_status is not None:
+            values["migration_status"] = (None if migration_status == "none"
+                                          else migration_status)
+
+        def reset(conn):
+            db.volume_get(conn, volume_id)
+            if values:
+                db.volume_update(conn, volume_id, values)
+        self.db.write(reset)
+
+    # -- attachments ----------------------------------------------------------
+
+    def _connect(self, conn, volume, attachment, connector):
+        """Build the connection inside the caller's transaction."""
+        mode = states.attach_mode_for(volume["readonly"],
+                                      attachment["attach_mode"],
+                                      connector.get("mode"))
+        info = self.backend.initialize_connection(
+            volume, attachment["id"], connector, mode)
+        db.attachment_specs_set(conn, attachment["id"], connector)
+        mountpoint = connector.get("mountpoint")
+        db.attachment_update(conn, attachment["id"], {
+            "attach_status": (states.ATT_ATTACHED
+                              if attachment["attach_status"]
+                              == states.ATT_ATTACHED
+                              else states.ATT_ATTACHING),
+            "attach_mode": mode,
+            "attached_host": connector["host"],
+            "mountpoint": str(mountpoint) if mountpoint else None,
+            "connection_info": json.dumps(info),
+            "attach_time": db.utcnow(),
+        })
+
+    def attachment_create(self, ctx, volume_id, instance_uuid=None,
+                          connector=None, mode=None):
+        """Reserve the volume (and connect it when a connector is given)."""
+        if connector:
+            self.backend.check_connector(connector)
+        scope = _scope(ctx)
+
+        def create(conn):
+            reserved = db.volume_reserve(conn, volume_id, scope)
+            volume = db.volume_get(conn, volume_id, scope,
+                                   for_update=not reserved)
+            if not reserved and not (
+                    instance_uuid
+                    and volume["status"] in states.SAME_INSTANCE_RESERVABLE
+                    and db.attachment_exists(conn, volume_id, instance_uuid)):
+                raise exception.InvalidVolume(reason=states.reserve_refused(
+                    volume_id, volume["status"], volume["multiattach"]))
+            attachment = db.attachment_create(conn, {
+                "volume_id": volume_id, "project_id": volume["project_id"],
+                "instance_uuid": instance_uuid,
+                "attach_status": states.ATT_RESERVED, "attach_mode": mode,
+            })
+            if connector:
+                self._connect(conn, volume, attachment, connector)
+            db.volume_sync_status(conn, volume_id)
+            return db.attachment_get(conn, attachment["id"])
+
+        return self.db.write(create)
+
+    def _lock_attachment(self, conn, ctx, attachment_id):
+        """(attachment, volume) with the volume row locked."""
+        attachment = db.attachment_get(conn, attachment_id, _scope(ctx))
+        volume = db.volume_lock(conn, attachment["volume_id"])
+        # Re-read under the lock: it may have changed or gone meanwhile.
+        return db.attachment_get(conn, attachment_id), volume
+
+    def attachment_update(self, ctx, attachment_id, connector):
+        """Connect a reserved attachment to the host of ``connector``."""
+        self.backend.check_connector(connector)
+
+        def update(conn):
+            attachment, volume = self._lock_attachment(conn, ctx,
+                                                       attachment_id)
+            if attachment["attach_status"] not in states.CONNECTABLE:
+                raise exception.InvalidVolume(
+                    reason="Attachment %s is %s and cannot be updated."
+                    % (attachment_id, attachment["attach_status"]))
+            self._connect(conn, volume, attachment, connector)
+            db.volume_sync_status(conn, volume["id"])
+            return db.attachment_get(conn, attachment_id)
+
+        return self.db.write(update)
+
+    def attachment_complete(self, ctx, attachment_id):
+        """Mark the attachment attached (the volume becomes in-use)."""
+        def complete(conn):
+            attachment, volume = self._lock_attachment(conn, ctx,
+                                                       attachment_id)
+            if attachment["attach_status"] not in states.COMPLETABLE:
+                raise exception.InvalidVolume(
+                    reason="Attachment %s is %s and cannot be completed."
+                    % (attachment_id, attachment["attach_status"]))
+            db.attachment_update(conn, attachment_id, {
+                "attach_status": states.ATT_ATTACHED,
+                "attach_time": attachment["attach_time"] or db.utcnow(),
+            })
+            db.volume_sync_status(conn, volume["id"])
+
+        self.db.write(complete)
+
+    def attachment_delete(self, ctx, attachment_id):
+        """Delete the attachment; returns the volume's remaining ones."""
+        def delete(conn):
+            attachment, volume = self._lock_attachment(conn, ctx,
+                                                       attachment_id)
+            if attachment["attach_status"] in states.CONNECTED:
+                connector = db.attachment_specs_get(conn, attachment_id)
+                self.backend.terminate_connection(volume, attachment,
+                                                  connector)
+            db.attachment_delete(conn, attachment_id)
+            db.volume_sync_status(conn, volume["id"])
+            return db.attachment_list(conn, volume_id=volume["id"])
+
+        return self.db.write(delete)
+
+    def attachment_get(self, ctx, attachment_id):
+        """The attachment, with ``shared_connections_by_attachment``."""
+        def get(conn):
+            attachment = db.attachment_get(conn, attachment_id, _scope(ctx))
+            attachment["shared_connections_by_attachment"] = (
+                db.attachment_shared_with(conn, attachment))
+            return attachment
+        return self.db.read(get)
+
+    def attachment_list(self, ctx, volume_id=None, instance_id=None,
+                        detail=False, all_tenants=False):
+        def list_(conn):
+            items = db.attachment_list(conn, _scope(ctx, all_tenants),
+                                       volume_id=volume_id,
+                                       instance_id=instance_id)
+            if detail:
+                for attachment in items:
+                    attachment["shared_connections_by_attachment"] = (
+                        db.attachment_shared_with(conn, attachment))
+            return items
+        return self.db.read(list_)
+
+    def attachment_connector(self, ctx, attachment_id):
+        """The stored connector of an attachment (from attachment_specs)."""
+        def get(conn):
+            db.attachment_get(conn, attachment_id, _scope(ctx))
+            return db.attachment_specs_get(conn, attachment_id)
+        return self.db.read(get)

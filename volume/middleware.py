@@ -1,0 +1,49 @@
+"""Falcon middleware of the volume API other than authentication: the
+request id and the microversion.  The order is set in ``volume.wsgi``.
+"""
+import re
+import uuid
+
+import falcon
+
+from volume import microversion as mv
+
+REQUEST_ID_HEADER = "x-openstack-request-id"
+_GLOBAL_ID_RE = re.compile(r"^req-[a-f0-9]{8}(-[a-f0-9]{4}){3}-[a-f0-9]{12}$")
+
+
+class RequestIdMiddleware:
+    """Give every request an id ``req-<uuid>``, echoed on every response;
+    an inbound ``X-OpenStack-Request-ID`` becomes the global request id."""
+
+    def process_request(self, req, resp):
+        req.context.request_id = "req-%s" % uuid.uuid4()
+        inbound = req.get_header("X-OpenStack-Request-ID")
+        req.context.global_request_id = (
+            inbound if inbound and _GLOBAL_ID_RE.match(inbound) else None)
+
+    def process_response(self, req, resp, resource, req_succeeded):
+        request_id = getattr(req.context, "request_id", None)
+        if request_id:
+            resp.set_header(REQUEST_ID_HEADER, request_id)
+
+
+class MicroversionMiddleware:
+    """Negotiate ``OpenStack-API-Version: volume X.Y`` (or the legacy
+    ``OpenStack-Volume-microversion``): missing is 3.0, ``latest`` the
+    maximum, a malformed value 400, one out of range 406.  The response
+    echoes the version and varies on the header."""
+
+    def process_request(self, req, resp):
+        try:
+            req.context.version = mv.negotiate(req.headers)
+        except mv.InvalidVersionString as exc:
+            raise falcon.HTTPBadRequest(description=str(exc))
+        except mv.VersionNotAcceptable as exc:
+            raise falcon.HTTPNotAcceptable(description=str(exc))
+
+    def process_response(self, req, resp, resource, req_succeeded):
+        version = getattr(req.context, "version", None)
+        if version is not None:
+            resp.set_header(mv.HEADER, mv.response_header_value(version))
+        resp.append_header("Vary", mv.HEADER)

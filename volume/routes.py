@@ -1,0 +1,46 @@
+"""The route table of the volume API, in one place.
+
+Every resource is served both with and without the project id in the path
+(``/v3/{project_id}/volumes`` and ``/v3/volumes``), as Cinder does; the auth
+middleware checks and drops ``project_id`` before the handler runs.
+"""
+from volume.handlers import attachments
+from volume.handlers import services
+from volume.handlers import types
+from volume.handlers import versions
+from volume.handlers import volumes
+
+# (path under /v3[/{project_id}], handler class)
+ROUTES = [
+    ("/volumes", volumes.Collection),
+    ("/volumes/detail", volumes.Detail),
+    ("/volumes/{volume_id}", volumes.Item),
+    ("/volumes/{volume_id}/action", volumes.Action),
+    ("/types", types.Collection),
+    ("/types/{type_id}", types.Item),
+    ("/attachments", attachments.Collection),
+    ("/attachments/detail", attachments.Detail),
+    ("/attachments/{attachment_id}", attachments.Item),
+    ("/attachments/{attachment_id}/action", attachments.Action),
+    ("/os-services", services.Collection),
+]
+
+VERSION_ROUTES = [
+    ("/", versions.Root),
+    ("/v3", versions.V3),
+    ("/v3/", versions.V3),
+]
+
+PREFIXES = ("/v3/{project_id}", "/v3")
+
+
+def install(app, manager, conf):
+    for path, handler in VERSION_ROUTES:
+        app.add_route(path, handler())
+    for path, handler_cls in ROUTES:
+        if handler_cls is services.Collection:
+            handler = handler_cls(manager, conf.service_down_time)
+        else:
+            handler = handler_cls(manager)
+        for prefix in PREFIXES:
+            app.add_route(prefix + path, handler)

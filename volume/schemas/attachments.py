@@ -1,0 +1,52 @@
+"""Request bodies of /attachments (Cinder's schemas, same messages)."""
+import copy
+
+_uuid = {"type": "string", "format": "uuid"}
+
+# 3.27: reserve (no connector) or reserve + connect.
+create = {
+    "type": "object",
+    "properties": {
+        "attachment": {
+            "type": "object",
+            "properties": {
+                "instance_uuid": _uuid,
+                "connector": {"type": ["object", "null"]},
+                "volume_uuid": _uuid,
+            },
+            "required": ["volume_uuid"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["attachment"],
+    "additionalProperties": False,
+}
+
+# 3.54: attach mode.
+create_v354 = copy.deepcopy(create)
+create_v354["properties"]["attachment"]["properties"]["mode"] = {
+    "type": "string", "enum": ["rw", "ro"]}
+
+update = {
+    "type": "object",
+    "properties": {
+        "attachment": {
+            "type": "object",
+            "properties": {
+                "connector": {"type": "object", "minProperties": 1},
+            },
+            "required": ["connector"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["attachment"],
+    "additionalProperties": False,
+}
+
+# 3.44: POST /attachments/{id}/action.
+complete = {
+    "type": "object",
+    "properties": {"os-complete": {}},
+    "required": ["os-complete"],
+    "additionalProperties": False,
+}

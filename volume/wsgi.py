@@ -1,0 +1,84 @@
+"""WSGI assembly of volattach-volume.
+
+``application`` is what gunicorn serves (``volume.wsgi:application``); it
+builds the app on its first request, in the worker process, so each worker
+opens its own database engine after the fork.  ``make_app(conf)`` builds one
+for a given configuration (tests, ``volume.service.serve_in_thread``).
+
+Middleware, outermost first:
+
+1. ``RequestIdMiddleware``: ``x-openstack-request-id: req-<uuid>`` on every
+   response, errors included;
+2. ``AuthMiddleware``: the RequestContext (noauth token or keystone
+   headers), the project id of the URL checked against it;
+3. ``MicroversionMiddleware``: ``OpenStack-API-Version: volume X.Y``.
+
+Then the route table (``volume.routes``), thin handlers
+(``volume.handlers``), and one fault mapper (``volume.faults``) for every
+error.  With ``[volume] auth_strategy = keystone`` keystonemiddleware's
+auth_token wraps the whole application.
+"""
+import os
+import threading
+
+import falcon
+from oslo_config import cfg
+
+from volume import auth
+from volume import faults
+from volume import manager as manager_mod
+from volume import middleware
+from volume import routes
+
+CONFIG_FILE_ENV = "VOLATTACH_CONFIG_FILE"
+
+
+def make_app(conf, manager=None):
+    """The volume API WSGI application for ``conf``."""
+    manager = manager or manager_mod.VolumeManager(conf)
+    app = falcon.App(middleware=[
+        middleware.RequestIdMiddleware(),
+        auth.AuthMiddleware(conf.volume.auth_strategy),
+        middleware.MicroversionMiddleware(),
+    ])
+    app.req_options.auto_parse_qs_csv = False
+    faults.install(app)
+    routes.install(app, manager, conf)
+    if conf.volume.auth_strategy == "keystone":
+        return auth.keystone_wrap(app, conf)
+    return app
+
+
+def _global_conf():
+    """The global CONF, parsed here when nothing parsed it (plain
+    ``gunicorn volume.wsgi:application``: config files from
+    $VOLATTACH_CONFIG_FILE, else /etc/volattach/volattach.conf)."""
+    from volattach import conf as volattach_conf
+    conf = volattach_conf.CONF
+    try:
+        conf.config_file
+    except cfg.NoSuchOptError:
+        files = [f for f in os.environ.get(CONFIG_FILE_ENV, "").split(",")
+                 if f]
+        volattach_conf.parse_args([], default_config_files=files or None)
+    return conf
+
+
+class _LazyApplication:
+    """Builds the real application on the first request of a process."""
+
+    def __init__(self):
+        self._app = None
+        self._pid = None
+        self._lock = threading.Lock()
+
+    def __call__(self, environ, start_response):
+        if self._app is None or self._pid != os.getpid():
+            with self._lock:
+                if self._app is None or self._pid != os.getpid():
+                    self._app = make_app(_global_conf())
+                    self._pid = os.getpid()
+        return self._app(environ, start_response)
+
+
+application = _LazyApplication()
