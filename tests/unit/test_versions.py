@@ -26,7 +26,7 @@ EXPECTED_OBJECT_HASHES = {
     "BlockDeviceMapping": "1.0-d962b42f6a52205576eabad6bc943698",
     "BlockDeviceMappingList": "1.0-64d5855ad1329af83dcc52f711c28719",
     "Flavor": "1.0-05f5afeaccc1ab90958f7dc985b89dad",
-    "Instance": "1.0-8a56c6b854e26dca80ae68ede0a37f5b",
+    "Instance": "1.0-f8521bc203c683c174b21f45649f390a",
     "InstanceAction": "1.0-4f86c9fda6c4c7e5f40c25a541a25aaa",
     "InstanceActionEvent": "1.0-85b5c4bd0a9a974f4597e49bef48a94b",
     "InstanceActionEventList": "1.0-13d92fb953030cdbfee56481756e02be",
