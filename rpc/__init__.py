@@ -65,12 +65,25 @@ def init(conf, url=None):
 
 
 def _configured_url(conf):
+    """``transport_url`` when a config file, the command line or an override
+    set it; None when it is only oslo.messaging's default (``rabbit://``), so
+    that volattach-all can fall back to the in-memory transport."""
+    from oslo_config import cfg
+    from oslo_messaging import transport as _transport
     try:
-        return conf.transport_url
-    except Exception:  # option not registered yet: oslo registers it lazily
-        from oslo_messaging import transport as _transport
+        conf.transport_url
+    except cfg.NoSuchOptError:
         conf.register_opts(_transport._transport_opts)
-        return conf.transport_url
+    value = conf.transport_url
+    default = next(o.default for o in _transport._transport_opts
+                   if o.name == "transport_url")
+    location = conf.get_location("transport_url")
+    # (oslo.config still reports set_override after clear_override, hence
+    # the comparison with the default too)
+    if (not value or value == default or location is None
+            or location.location == cfg.Locations.opt_default):
+        return None
+    return value
 
 
 def cleanup():

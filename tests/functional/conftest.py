@@ -46,6 +46,9 @@ def deployment(tmp_path_factory, request):
     from db import engine as db_engine
     db_engine.dispose_all()
     deployment = AllInOne(CONF).start()
+    import rpc
+    # every role in this process: never a broker shared with other processes
+    assert str(rpc.TRANSPORT._driver._url).startswith("kombu+memory:")
     deployment.api_url = "http://127.0.0.1:%d" % CONF.api.port
     deployment.volume_url = "http://127.0.0.1:%d" % CONF.volume.port
     try:
