@@ -278,7 +278,16 @@ class VolumeManager:
             })
             if connector:
                 self._connect(conn, volume, attachment, connector)
-            db.volume_sync_status(conn, volume_id)
+            # Cinder: a reservation moves an available (or in-use
+            # multiattach) volume to reserved; one made beside attachments
+            # still reserved or attaching leaves the status to them.
+            if connector:
+                transition = states.ATTACHING
+            elif reserved and volume["status"] in states.RESERVE_TRANSITIONS:
+                transition = states.RESERVED
+            else:
+                transition = None
+            db.volume_sync_status(conn, volume_id, transition=transition)
             return db.attachment_get(conn, attachment["id"])
 
         return self.db.write(create)
@@ -302,7 +311,9 @@ class VolumeManager:
                     reason="Attachment %s is %s and cannot be updated."
                     % (attachment_id, attachment["attach_status"]))
             self._connect(conn, volume, attachment, connector)
-            db.volume_sync_status(conn, volume["id"])
+            db.volume_sync_status(conn, volume["id"], transition=(
+                None if attachment["attach_status"] == states.ATT_ATTACHED
+                else states.ATTACHING))
             return db.attachment_get(conn, attachment_id)
 
         return self.db.write(update)

@@ -11,9 +11,11 @@ The attach state table (cinder-attachments-api.md)::
     os-complete               -> in-use                   attached
     DELETE /attachments/{id}  available once none remain  gone
 
-A volume's status while it has attachments is derived from them (Cinder's
-own rule on attachment delete, applied after every attachment change):
-attached > attaching > detaching > reserved; none left: available.
+As in Cinder, a new reservation moves the volume to reserved and a connect
+to attaching even when other attachments are attached (a client polling
+for in-use then waits for this attachment too); complete and delete derive
+the status from the attachments that remain: attached > attaching >
+detaching > reserved; none left: available.
 """
 
 # Volume statuses.
@@ -38,6 +40,8 @@ ATT_DETACHING = "detaching"
 # multiattach-enhancements spec requires for multi-create.
 RESERVABLE = (AVAILABLE, DOWNLOADING)
 MULTIATTACH_RESERVABLE = (AVAILABLE, RESERVED, ATTACHING, IN_USE, DOWNLOADING)
+# Statuses a new reservation moves to reserved (as real Cinder does).
+RESERVE_TRANSITIONS = (AVAILABLE, DOWNLOADING, IN_USE)
 # A non-multiattach volume may be reserved again for the instance that
 # already holds an attachment on it (migrations do this).
 SAME_INSTANCE_RESERVABLE = (RESERVED, ATTACHING, IN_USE)

@@ -238,11 +238,21 @@ def volume_delete(conn, volume_id, project_id=None):
     return conn.execute(stmt).rowcount == 1
 
 
-def volume_sync_status(conn, volume_id):
-    """Set the status of an attach-derived volume from its attachments."""
-    statuses = conn.execute(sa.select(attachments.c.attach_status).where(
-        attachments.c.volume_id == volume_id)).scalars().all()
-    status = states.status_from_attachments(statuses)
+def volume_sync_status(conn, volume_id, transition=None):
+    """Set the status of an attach-derived volume.
+
+    ``transition`` (reserved on a new reservation, attaching on a connect)
+    is the status real Cinder moves the volume to whatever its other
+    attachments are, so that a client polling for in-use waits for this
+    attachment too; without it the status is derived from the attachments
+    (complete and delete).
+    """
+    if transition is not None:
+        status = transition
+    else:
+        statuses = conn.execute(sa.select(attachments.c.attach_status).where(
+            attachments.c.volume_id == volume_id)).scalars().all()
+        status = states.status_from_attachments(statuses)
     conn.execute(sa.update(volumes).where(
         volumes.c.id == volume_id,
         volumes.c.status.in_(states.ATTACH_DERIVED)).values(

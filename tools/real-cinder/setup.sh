@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Install a real OpenStack Cinder 29.0.0 into a virtualenv of its own, for
+# the conformance tests (tests/conformance) and benchmarks/cinder_latency.py.
+#
+#   tools/real-cinder/setup.sh [VENV]      default: .ci-state/cinder-venv
+#
+# Cinder comes from PyPI at test time: nothing of it is in this repository,
+# and it never shares volattach's .venv (its pins differ).  About 30-60 s and
+# 330 MB the first time; afterwards a stamp file in the venv makes this a
+# no-op (delete VENV to reinstall).  Prints the venv's python on the last
+# line.  Exit status 3: the package index could not be reached.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+VENV=${1:-${VOLATTACH_CINDER_VENV:-$REPO/.ci-state/cinder-venv}}
+PYTHON=${PYTHON:-python3}
+REQUIREMENTS=(cinder==29.0.0 python-cinderclient fixtures)
+STAMP="$VENV/.volattach-real-cinder-stamp"
+WANT="${REQUIREMENTS[*]}"
+
+log() { echo "real-cinder/setup.sh: $*" >&2; }
+
+# One installer at a time per venv (parallel test runs share it).
+mkdir -p "$(dirname "$VENV")"
+exec 9>"$VENV.lock"
+if command -v flock >/dev/null 2>&1; then
+    flock -w 900 9 || { log "ERROR: $VENV.lock held for 900 s"; exit 1; }
+fi
+
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] \
+        && [ -x "$VENV/bin/python" ] \
+        && "$VENV/bin/python" -c "import cinder" 2>/dev/null; then
+    log "already installed in $VENV"
+    echo "$VENV/bin/python"
+    exit 0
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+    log "creating $VENV"
+    "$PYTHON" -m venv "$VENV" || {
+        log "ERROR: '$PYTHON -m venv' failed (on Debian/Ubuntu: apt-get install python3-venv)"
+        exit 1
+    }
+fi
+
+log "installing ${WANT} into $VENV"
+LOG_FILE="$VENV/pip-install.log"
+set +e
+"$VENV/bin/python" -m pip install --disable-pip-version-check -q \
+    "${REQUIREMENTS[@]}" >"$LOG_FILE" 2>&1
+rc=$?
+set -e
+if [ "$rc" != 0 ]; then
+    tail -n 30 "$LOG_FILE" >&2
+    if grep -qiE "NewConnectionError|Failed to establish a new connection|Temporary failure in name resolution|Network is unreachable|No matching distribution found|Could not find a version that satisfies|ConnectTimeout|ReadTimeout|ProxyError|SSLError" "$LOG_FILE"; then
+        log "ERROR: the package index is unreachable (see $LOG_FILE)"
+        exit 3
+    fi
+    log "ERROR: pip install failed with status $rc (see $LOG_FILE)"
+    exit 1
+fi
+echo "$WANT" >"$STAMP"
+log "installed in $VENV"
+echo "$VENV/bin/python"
