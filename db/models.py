@@ -129,6 +129,7 @@ class BlockDeviceMapping(TimestampMixin, Base):
     image_id: Mapped[str | None] = mapped_column(String(36))
     snapshot_id: Mapped[str | None] = mapped_column(String(36))
     no_device: Mapped[bool] = mapped_column(Boolean, default=False)
+    attach_mode: Mapped[str | None] = mapped_column(String(2))
 
 
 class InstanceAction(Base):

@@ -2,16 +2,26 @@
 server, a Cinder volume and its Cinder attachment."""
 import json
 
+from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from objects import base
 from volattach import exception
 
 
+ATTACH_MODES = ("ro", "rw")
+
+
+class AttachModeField(fields.AutoTypedField):
+    AUTO_TYPE = fields.Enum(valid_values=ATTACH_MODES)
+
+
 @base.VolattachObjectRegistry.register
 class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
     # Version 1.0: Initial version
-    VERSION = "1.0"
+    # Version 1.1: attach_mode (ro/rw; "rw" for a volume mapping stored
+    #              without one, None for local disks)
+    VERSION = "1.1"
 
     fields = dict(base.VolattachPersistentObject.fields, **{
         "id": fields.IntegerField(),
@@ -34,7 +44,13 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
         "image_id": fields.StringField(nullable=True),
         "snapshot_id": fields.StringField(nullable=True),
         "no_device": fields.BooleanField(default=False),
+        "attach_mode": AttachModeField(nullable=True),
     })
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop("attach_mode", None)
 
     @property
     def is_volume(self):
@@ -52,7 +68,11 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
 
     @classmethod
     def _from_row(cls, context, row):
-        return base.fill(cls(context), row)
+        obj = base.fill(cls(context), row)
+        if obj.attach_mode is None and obj.destination_type == "volume":
+            obj.attach_mode = "rw"
+            obj.obj_reset_changes(["attach_mode"])
+        return obj
 
     @classmethod
     @base.remotable
@@ -90,7 +110,8 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
 @base.VolattachObjectRegistry.register
 class BlockDeviceMappingList(base.ObjectListBase, base.VolattachObject):
     # Version 1.0: Initial version
-    VERSION = "1.0"
+    # Version 1.1: BlockDeviceMapping 1.1
+    VERSION = "1.1"
 
     fields = {"objects": fields.ListOfObjectsField("BlockDeviceMapping")}
 
