@@ -15,6 +15,7 @@ from conductor import scheduler
 from db.models import utcnow
 from objects import base as objects_base
 from objects import instance as instance_obj
+from objects.notification import notify_volume
 from volattach import exception
 
 LOG = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ class ComputeTaskManager:
         action's failed event).
         """
         event = _Event(context, instance.uuid, "compute_attach_volume", instance.host)
+        notify_volume(context, "volume_attach", "start", instance, volume_id)
         bdm = attachment_id = None
         plugged = False
         try:
@@ -148,14 +150,19 @@ class ComputeTaskManager:
                 except Exception:
                     LOG.exception("could not destroy BDM during rollback")
             event.failure(error)
+            notify_volume(context, "volume_attach", "error", instance, volume_id,
+                          [bdm], error=error)
             raise
         event.success()
+        notify_volume(context, "volume_attach", "end", instance, volume_id, [bdm])
         return bdm.device_name
 
     # -- detach -----------------------------------------------------------------------
     def detach_volume(self, context, instance, volume_id):
         """Unplug on the compute, delete the attachment, destroy the BDM."""
         event = _Event(context, instance.uuid, "compute_detach_volume", instance.host)
+        notify_volume(context, "volume_detach", "start", instance, volume_id)
+        bdm = None
         try:
             bdm = objects.BlockDeviceMapping.get_by_volume_and_instance(
                 context, volume_id, instance.uuid)
@@ -169,6 +176,8 @@ class ComputeTaskManager:
             except Exception:
                 LOG.exception("roll_detaching failed")
             event.failure(error)
+            notify_volume(context, "volume_detach", "error", instance, volume_id,
+                          [bdm], error=error)
             return
         try:
             if bdm.attachment_id:
@@ -180,8 +189,11 @@ class ComputeTaskManager:
         except Exception as error:
             LOG.exception("detach of volume %s: cleanup failed", volume_id)
             event.failure(error)
+            notify_volume(context, "volume_detach", "error", instance, volume_id,
+                          [bdm], error=error)
             return
         event.success()
+        notify_volume(context, "volume_detach", "end", instance, volume_id, [bdm])
 
     # -- build ------------------------------------------------------------------------
     def build_instances(self, context, instances):
@@ -416,6 +428,9 @@ class ComputeTaskManager:
         (reserved by the API).  Any failure deletes the new attachment and
         leaves the old volume attached as it was."""
         event = _Event(context, instance.uuid, "compute_swap_volume", instance.host)
+        notify_volume(context, "volume_swap", "start", instance, old_volume_id,
+                      new_volume_id=new_volume_id)
+        bdm = None
         try:
             bdm = objects.BlockDeviceMapping.get_by_volume_and_instance(
                 context, old_volume_id, instance.uuid)
@@ -438,6 +453,8 @@ class ComputeTaskManager:
             except Exception:
                 LOG.exception("roll_detaching of %s failed", old_volume_id)
             event.failure(error)
+            notify_volume(context, "volume_swap", "error", instance, old_volume_id,
+                          [bdm], new_volume_id=new_volume_id, error=error)
             return
         bdm.volume_id = new_volume_id
         bdm.attachment_id = new_attachment_id
@@ -445,6 +462,8 @@ class ComputeTaskManager:
         bdm.save()
         self._cleanup_attachment(context, old_attachment_id)
         event.success()
+        notify_volume(context, "volume_swap", "end", instance, old_volume_id, [bdm],
+                      new_volume_id=new_volume_id)
 
     # -- delete ------------------------------------------------------------------------
     def delete_instance(self, context, instance):

@@ -14,3 +14,4 @@ def register_all():
     __import__("objects.block_device")
     __import__("objects.service")
     __import__("objects.instance_action")
+    __import__("objects.notification")

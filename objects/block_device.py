@@ -68,11 +68,7 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
 
     @classmethod
     def _from_row(cls, context, row):
-        obj = base.fill(cls(context), row)
-        if obj.attach_mode is None and obj.destination_type == "volume":
-            obj.attach_mode = "rw"
-            obj.obj_reset_changes(["attach_mode"])
-        return obj
+        return cls(context)._refresh(row)
 
     @classmethod
     @base.remotable
@@ -105,6 +101,10 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
 
     def _refresh(self, row):
         base.fill(self, row)
+        if self.attach_mode is None and self.destination_type == "volume":
+            self.attach_mode = "rw"
+            self.obj_reset_changes(["attach_mode"])
+        return self
 
 
 @base.VolattachObjectRegistry.register

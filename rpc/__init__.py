@@ -58,9 +58,10 @@ def init(conf, url=None):
                                                 allowed_remote_exmods=ALLOWED_EXMODS)
         NOTIFICATION_TRANSPORT = messaging.get_notification_transport(
             conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
+        # [oslo_messaging_notifications] driver decides (none by default;
+        # messagingv2 publishes on the notification topics)
         NOTIFIER = messaging.Notifier(NOTIFICATION_TRANSPORT,
-                                      serializer=RequestContextSerializer(),
-                                      driver="noop")
+                                      serializer=RequestContextSerializer())
         return TRANSPORT
 
 

@@ -25,6 +25,8 @@ objects.register_all()
 EXPECTED_OBJECT_HASHES = {
     "BlockDeviceMapping": "1.1-bb35752a74df51d6d1563a549029ec3a",
     "BlockDeviceMappingList": "1.1-64d5855ad1329af83dcc52f711c28719",
+    "BlockDevicePayload": "1.0-fc6c8394e1e7d035969d5a889342067d",
+    "InstanceActionVolumePayload": "1.0-13f5db945401f499682981d90bef9971",
     "Flavor": "1.0-05f5afeaccc1ab90958f7dc985b89dad",
     "Instance": "1.0-f8521bc203c683c174b21f45649f390a",
     "InstanceAction": "1.0-4f86c9fda6c4c7e5f40c25a541a25aaa",

@@ -1,0 +1,97 @@
+"""Versioned notifications of attach and detach, with the block-device
+payload's attach_mode, heard by a notification listener on the same
+transport."""
+import threading
+import time
+
+import oslo_messaging as messaging
+from oslo_messaging.notify import notifier as _notifier
+
+from tests.functional.test_attach_detach import _new_server, _new_volume
+from volattach.conf import CONF
+
+CONF.register_opts(_notifier._notifier_opts, group="oslo_messaging_notifications")
+CONF_OVERRIDES = {("oslo_messaging_notifications", "driver"): ["messagingv2"]}
+
+
+class _Collector:
+    def __init__(self):
+        self.events = []
+        self.lock = threading.Lock()
+
+    def _record(self, priority, event_type, payload):
+        with self.lock:
+            self.events.append((priority, event_type, payload))
+
+    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+        self._record("INFO", event_type, payload)
+
+    def error(self, ctxt, publisher_id, event_type, payload, metadata):
+        self._record("ERROR", event_type, payload)
+
+    def wait_for(self, event_type, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                for event in self.events:
+                    if event[1] == event_type:
+                        return event
+            time.sleep(0.05)
+        raise AssertionError("no %s notification; got %s" % (
+            event_type, [e[1] for e in self.events]))
+
+
+def test_attach_and_detach_notifications_carry_attach_mode(api, volumes, deployment):
+    import rpc
+    collector = _Collector()
+    listener = messaging.get_notification_listener(
+        rpc.NOTIFICATION_TRANSPORT, [messaging.Target(topic="notifications")],
+        [collector], executor="threading")
+    listener.start()
+    try:
+        server_id = _new_server(api, name="notified")
+        volume_id = _new_volume(volumes)
+        status, body, _ = api.attach_volume(server_id, volume_id)
+        assert status == 200, body
+        start = collector.wait_for("instance.volume_attach.start")
+        priority, _, payload = collector.wait_for("instance.volume_attach.end")
+        assert start[0] == "INFO" and priority == "INFO"
+        data = payload["volattach_object.data"]
+        assert payload["volattach_object.name"] == "InstanceActionVolumePayload"
+        assert data["uuid"] == server_id and data["volume_id"] == volume_id
+        bdm = data["block_devices"][0]["volattach_object.data"]
+        assert bdm["attach_mode"] == "rw" and bdm["device_name"] == "/dev/vdb"
+        assert bdm["attachment_id"]
+
+        status, body, _ = api.detach_volume(server_id, volume_id)
+        assert status == 202, body
+        collector.wait_for("instance.volume_detach.start")
+        _, _, payload = collector.wait_for("instance.volume_detach.end")
+        assert payload["volattach_object.data"]["volume_id"] == volume_id
+    finally:
+        listener.stop()
+        listener.wait()
+
+
+def test_failed_attach_sends_error_notification(api, volumes, deployment):
+    import rpc
+    collector = _Collector()
+    listener = messaging.get_notification_listener(
+        rpc.NOTIFICATION_TRANSPORT, [messaging.Target(topic="notifications")],
+        [collector], executor="threading")
+    listener.start()
+    try:
+        server_id = _new_server(api, name="notified-fail")
+        volume_id = _new_volume(volumes)
+        CONF.set_override("fail_operations", ["attach"], group="fake_driver")
+        try:
+            status, _, _ = api.attach_volume(server_id, volume_id)
+        finally:
+            CONF.clear_override("fail_operations", group="fake_driver")
+        assert status == 500
+        priority, _, payload = collector.wait_for("instance.volume_attach.error")
+        assert priority == "ERROR"
+        assert "injected failure" in payload["volattach_object.data"]["fault"]
+    finally:
+        listener.stop()
+        listener.wait()
