@@ -7,6 +7,7 @@ workflows to the conductor: called for microversions below 2.101, cast from
 """
 import logging
 import secrets
+import socket
 import uuid as uuidlib
 
 import objects
@@ -80,6 +81,12 @@ class API:
     def _check_locked(context, instance):
         if instance.locked and not context.is_admin:
             raise exception.InstanceIsLocked(instance_uuid=instance.uuid)
+
+    def _check_conductor(self, method):
+        """503 (ConductorTooOld) before anything is recorded or changed when
+        the conductor, capped by ``[upgrade_levels] conductor``, cannot run
+        the workflow ``method`` yet."""
+        self.compute_task_api.rpcapi.check_can_send(method)
 
     @staticmethod
     def _check_state(instance, method, vm_states, task_states=(None,)):
@@ -357,6 +364,7 @@ class API:
                                                  delete_on_termination)
         if not self._host_is_up(context, instance.host):
             raise exception.ServiceUnavailableConflict(host=instance.host)
+        self._check_conductor("attach_volume")
         objects.InstanceAction.action_start(context, instance.uuid,
                                             instance_action.ATTACH_VOLUME)
         return self.compute_task_api.attach_volume(
@@ -410,6 +418,7 @@ class API:
                                             "progress" % volume_id)
         if instance.host and not self._host_is_up(context, instance.host):
             raise exception.ServiceUnavailableConflict(host=instance.host)
+        self._check_conductor("detach_volume")
         self.volume_api.begin_detaching(context, volume_id)
         objects.InstanceAction.action_start(context, instance.uuid,
                                             instance_action.DETACH_VOLUME)
@@ -447,6 +456,7 @@ class API:
                                                      new_volume_id, new_volume.get("status")))
         if instance.host and not self._host_is_up(context, instance.host):
             raise exception.ServiceUnavailableConflict(host=instance.host)
+        self._check_conductor("swap_volume")
         self.volume_api.begin_detaching(context, old_volume_id)
         try:
             new_attachment_id = self.volume_api.attachment_create(
@@ -466,11 +476,13 @@ class API:
 
     # -- server actions ---------------------------------------------------------------------
     def _start_action(self, context, instance, name):
-        """Check lock and state, set the action's task_state (compare-and-swap
-        on task_state None) and record the instance action."""
+        """Check lock, state and the conductor's version, set the action's
+        task_state (compare-and-swap on task_state None) and record the
+        instance action."""
         vm_states, task_state, action = SERVER_ACTIONS[name]
         self._check_locked(context, instance)
         self._check_state(instance, name, vm_states)
+        self._check_conductor("%s_instance" % name)
         instance.task_state = task_state
         try:
             instance.save(expected_task_state=[None], expected_vm_state=list(vm_states))
@@ -517,11 +529,15 @@ class API:
         self.compute_task_api.unshelve_instance(context, instance)
 
     def lock(self, context, instance, reason=None):
+        """Lock the server (Nova: the owner locking it again changes
+        nothing; otherwise the action ``lock`` with its ``api_lock`` event)."""
+        is_owner = context.project_id == instance.project_id
+        if instance.locked and is_owner:
+            return
         instance.locked = True
-        instance.locked_by = "admin" if (context.is_admin and
-                                         context.project_id != instance.project_id) else "owner"
+        instance.locked_by = "admin" if (context.is_admin and not is_owner) else "owner"
         instance.locked_reason = reason
-        instance.save()
+        self._save_in_api_action(context, instance, "lock")
 
     def unlock(self, context, instance):
         if (instance.locked and instance.locked_by == "admin"
@@ -530,7 +546,21 @@ class API:
         instance.locked = False
         instance.locked_by = None
         instance.locked_reason = None
-        instance.save()
+        self._save_in_api_action(context, instance, "unlock")
+
+    @staticmethod
+    def _save_in_api_action(context, instance, action):
+        """Save ``instance`` as the instance action ``action`` done here in
+        the API (Nova's ``api_<action>`` event, on this API host)."""
+        objects.InstanceAction.action_start(context, instance.uuid, action)
+        event = objects.InstanceActionEvent.event_start(
+            context, instance.uuid, "api_%s" % action, host=socket.gethostname())
+        try:
+            instance.save()
+        except Exception as error:
+            event.finish(error=error)
+            raise
+        event.finish()
 
     # -- instance actions -------------------------------------------------------------------
     def get_instance_actions(self, context, instance):

@@ -20,8 +20,15 @@ from volattach.conf import CONF
 LOG = logging.getLogger(__name__)
 
 
+def _mode(bdm):
+    """The BDM's attach mode (BlockDeviceMapping 1.1), rw when it has none."""
+    if bdm.obj_attr_is_set("attach_mode") and bdm.attach_mode:
+        return bdm.attach_mode
+    return "rw"
+
+
 class ComputeManager:
-    target = messaging.Target(version="1.1")
+    target = messaging.Target(version="1.2")
 
     def __init__(self, host, driver):
         self.host = host
@@ -51,13 +58,15 @@ class ComputeManager:
             return bdm
 
     # -- volumes ------------------------------------------------------------------
-    def attach_volume(self, context, instance, bdm):
-        """Connect the volume on this host and plug it into the guest."""
+    def attach_volume(self, context, instance, bdm, attach_mode=None):
+        """Connect the volume on this host and plug it into the guest
+        (read-only when ``attach_mode`` is ``ro``; compute RPC 1.2)."""
         with locks.lock(instance.uuid):
             connection_info = bdm.get_connection_info()
             self.driver.connect_volume(connection_info, instance)
             try:
-                self.driver.attach_volume(instance, connection_info, bdm.device_name)
+                self.driver.attach_volume(instance, connection_info, bdm.device_name,
+                                          mode=attach_mode or _mode(bdm))
             except Exception:
                 LOG.exception("attach of volume %s to %s failed; disconnecting",
                               bdm.volume_id, instance.uuid)
@@ -120,7 +129,8 @@ class ComputeManager:
                     self.driver.connect_volume(info, instance)
                     connected.append(info)
                     block_device_info.append({"device_name": bdm.device_name,
-                                              "connection_info": info})
+                                              "connection_info": info,
+                                              "mode": _mode(bdm)})
                 self.driver.spawn(instance, block_device_info)
             except Exception:
                 for info in connected:

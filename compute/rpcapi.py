@@ -7,6 +7,9 @@ API version history:
           power_off_instance, power_on_instance
     1.1 - swap_volume, assign_device_names (unshelve of an offloaded
           server), pause_instance, unpause_instance
+    1.2 - attach_volume carries attach_mode, and build_and_run_instance
+          and swap_volume honour BlockDeviceMapping.attach_mode (read-only
+          attachments, the multiattach-enhancements spec)
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -34,7 +37,7 @@ _CAP_TTL = 10.0
 
 
 class ComputeAPI:
-    VERSION = "1.1"
+    VERSION = "1.2"
 
     def __init__(self):
         self._cap_lock = threading.Lock()
@@ -79,9 +82,16 @@ class ComputeAPI:
                           device=device, volume_id=volume_id, tag=tag,
                           delete_on_termination=delete_on_termination)
 
-    def attach_volume(self, ctxt, instance, bdm):
-        cctxt = self._client(instance.host).prepare(version="1.0")
-        return cctxt.call(ctxt, "attach_volume", instance=instance, bdm=bdm)
+    def attach_volume(self, ctxt, instance, bdm, attach_mode=None):
+        client = self._client(instance.host)
+        if client.can_send_version("1.2"):
+            return client.prepare(version="1.2").call(
+                ctxt, "attach_volume", instance=instance, bdm=bdm,
+                attach_mode=attach_mode)
+        # A compute older than 1.2 attaches read/write only: the API refuses
+        # read-only attaches to it (ComputeTooOldForFeature).
+        return client.prepare(version="1.0").call(ctxt, "attach_volume",
+                                                  instance=instance, bdm=bdm)
 
     def detach_volume(self, ctxt, instance, bdm):
         cctxt = self._client(instance.host).prepare(version="1.0")

@@ -5,6 +5,7 @@ steps it completed when a later step fails: no BDM without its attachment,
 no attachment without its BDM, no volume left reserved.
 """
 import logging
+import socket
 
 import oslo_messaging as messaging
 from oslo_utils import versionutils
@@ -59,11 +60,13 @@ class ConductorManager:
 
 
 class _Event:
-    """Records one instance-action event around a workflow step."""
+    """Records one instance-action event around a workflow step, on the
+    host where it runs: the server's compute, or this conductor's host when
+    the server is on none (os-instance-actions shows it from 2.62)."""
 
     def __init__(self, context, instance_uuid, name, host=None):
         self.event = objects.InstanceActionEvent.event_start(
-            context, instance_uuid, name, host=host)
+            context, instance_uuid, name, host=host or socket.gethostname())
 
     def success(self):
         self.event.finish()
@@ -71,11 +74,17 @@ class _Event:
     def failure(self, error):
         self.event.finish(error=error)
 
+    @classmethod
+    def failed(cls, event, context, instance_uuid, name, error):
+        """Fail ``event``, or, when the step failed before it had a host to
+        start its event on (scheduling), an event ``name`` on this host."""
+        (event or cls(context, instance_uuid, name)).failure(error)
+
 
 class ComputeTaskManager:
     """Workflows started by the compute API."""
 
-    target = messaging.Target(namespace="compute_task", version="1.2")
+    target = messaging.Target(namespace="compute_task", version="1.3")
 
     def __init__(self, volume_api=None):
         if volume_api is None:
@@ -85,7 +94,10 @@ class ComputeTaskManager:
         self.volume_api = volume_api
 
     # -- helpers ------------------------------------------------------------------
-    def _connector(self, context, host, device_name=None):
+    def _connector(self, context, host, device_name=None, attach_mode=None):
+        """The host connector of a compute, with the mountpoint and the
+        attach mode (the way the multiattach-enhancements spec passes the
+        mode to Cinder) of one volume."""
         service = objects.Service.get_by_host_and_binary(
             context.elevated(), host, compute_rpcapi.BINARY)
         if service is None or not service.connector:
@@ -93,7 +105,26 @@ class ComputeTaskManager:
         connector = dict(service.connector)
         if device_name:
             connector["mountpoint"] = device_name
+        connector["mode"] = attach_mode or "rw"
         return connector
+
+    def _connect_volumes(self, context, host, bdms):
+        """attachment_update of every reserved volume BDM with ``host``'s
+        connector (build and unshelve); saves the connection_info."""
+        for bdm in bdms:
+            if bdm.is_volume and bdm.attachment_id:
+                connector = self._connector(context, host, bdm.device_name,
+                                            bdm.attach_mode)
+                attachment = self.volume_api.attachment_update(
+                    context, bdm.attachment_id, connector,
+                    mountpoint=bdm.device_name)
+                bdm.set_connection_info(attachment["connection_info"])
+                bdm.save()
+
+    def _complete_volumes(self, context, bdms):
+        for bdm in bdms:
+            if bdm.is_volume and bdm.attachment_id:
+                self.volume_api.attachment_complete(context, bdm.attachment_id)
 
     def _cleanup_attachment(self, context, attachment_id):
         try:
@@ -106,7 +137,7 @@ class ComputeTaskManager:
 
     # -- attach -----------------------------------------------------------------------
     def attach_volume(self, context, instance, volume_id, device=None, tag=None,
-                      delete_on_termination=False):
+                      delete_on_termination=False, attach_mode=None):
         """Reserve a device on the compute, attach in Cinder, plug on the host.
 
         Returns the device name.  Any failure undoes the completed steps and
@@ -121,17 +152,22 @@ class ComputeTaskManager:
             bdm = self.compute_rpcapi.reserve_block_device_name(
                 context, instance, device, volume_id, tag=tag,
                 delete_on_termination=delete_on_termination)
-            attachment = self.volume_api.attachment_create(context, volume_id,
-                                                           instance.uuid)
+            attach_mode = attach_mode or "rw"
+            attachment = self.volume_api.attachment_create(
+                context, volume_id, instance.uuid,
+                mode=attach_mode if attach_mode == "ro" else None)
             attachment_id = attachment["id"]
             bdm.attachment_id = attachment_id
+            bdm.attach_mode = attach_mode
             bdm.save()
-            connector = self._connector(context, instance.host, bdm.device_name)
+            connector = self._connector(context, instance.host, bdm.device_name,
+                                        attach_mode)
             attachment = self.volume_api.attachment_update(
                 context, attachment_id, connector, mountpoint=bdm.device_name)
             bdm.set_connection_info(attachment["connection_info"])
             bdm.save()
-            self.compute_rpcapi.attach_volume(context, instance, bdm)
+            self.compute_rpcapi.attach_volume(context, instance, bdm,
+                                              attach_mode=attach_mode)
             plugged = True
             self.volume_api.attachment_complete(context, attachment_id)
         except Exception as error:
@@ -201,29 +237,20 @@ class ComputeTaskManager:
             self._build_one(context, instance)
 
     def _build_one(self, context, instance):
-        event = _Event(context, instance.uuid, "compute_build_and_run_instance")
+        event = None
         try:
             host = scheduler.select_host(context, instance.availability_zone)
+            event = _Event(context, instance.uuid, "compute_build_and_run_instance",
+                           host)
             instance.host = host
             instance.node = host
             instance.task_state = "spawning"
             instance.save(expected_task_state=["scheduling"])
             bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
                 context, instance.uuid)
-            connector = None
-            for bdm in bdms:
-                if bdm.is_volume and bdm.attachment_id:
-                    connector = connector or self._connector(context, host)
-                    attachment = self.volume_api.attachment_update(
-                        context, bdm.attachment_id,
-                        dict(connector, mountpoint=bdm.device_name),
-                        mountpoint=bdm.device_name)
-                    bdm.set_connection_info(attachment["connection_info"])
-                    bdm.save()
+            self._connect_volumes(context, host, bdms)
             self.compute_rpcapi.build_and_run_instance(context, instance, bdms)
-            for bdm in bdms:
-                if bdm.is_volume and bdm.attachment_id:
-                    self.volume_api.attachment_complete(context, bdm.attachment_id)
+            self._complete_volumes(context, bdms)
             instance.vm_state = instance_obj.ACTIVE
             instance.power_state = instance_obj.RUNNING
             instance.task_state = None
@@ -232,10 +259,12 @@ class ComputeTaskManager:
         except exception.UnexpectedTaskState as error:
             # deleted or changed while building: the delete owns the cleanup
             LOG.info("build of %s interrupted: %s", instance.uuid, error)
-            event.failure(error)
+            _Event.failed(event, context, instance.uuid,
+                          "compute_build_and_run_instance", error)
             return
         except exception.InstanceNotFound as error:
-            event.failure(error)
+            _Event.failed(event, context, instance.uuid,
+                          "compute_build_and_run_instance", error)
             return
         except Exception as error:
             LOG.warning("build of %s failed: %s", instance.uuid, error)
@@ -251,7 +280,8 @@ class ComputeTaskManager:
                 instance.save()
             except Exception:
                 LOG.exception("could not put %s in ERROR", instance.uuid)
-            event.failure(error)
+            _Event.failed(event, context, instance.uuid,
+                          "compute_build_and_run_instance", error)
             return
         event.success()
 
@@ -338,8 +368,9 @@ class ComputeTaskManager:
             for bdm in bdms:
                 if not (bdm.is_volume and bdm.attachment_id):
                     continue
-                new = self.volume_api.attachment_create(context, bdm.volume_id,
-                                                        instance.uuid)
+                new = self.volume_api.attachment_create(
+                    context, bdm.volume_id, instance.uuid,
+                    mode="ro" if bdm.attach_mode == "ro" else None)
                 self.volume_api.attachment_complete(context, new["id"])
                 old = bdm.attachment_id
                 bdm.attachment_id = new["id"]
@@ -365,28 +396,19 @@ class ComputeTaskManager:
                                self.compute_rpcapi.power_on_instance, "unshelving",
                                instance_obj.ACTIVE, instance_obj.RUNNING)
             return
-        event = _Event(context, instance.uuid, "compute_unshelve_instance")
+        event = None
         try:
             host = scheduler.select_host(context, instance.availability_zone)
+            event = _Event(context, instance.uuid, "compute_unshelve_instance", host)
             instance.host = host
             instance.node = host
             instance.save(expected_task_state=["unshelving"])
             bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context,
                                                                        instance.uuid)
             bdms = self._assign_device_names(context, instance, bdms)
-            connector = self._connector(context, host)
-            for bdm in bdms:
-                if bdm.is_volume and bdm.attachment_id:
-                    attachment = self.volume_api.attachment_update(
-                        context, bdm.attachment_id,
-                        dict(connector, mountpoint=bdm.device_name),
-                        mountpoint=bdm.device_name)
-                    bdm.set_connection_info(attachment["connection_info"])
-                    bdm.save()
+            self._connect_volumes(context, host, bdms)
             self.compute_rpcapi.build_and_run_instance(context, instance, bdms)
-            for bdm in bdms:
-                if bdm.is_volume and bdm.attachment_id:
-                    self.volume_api.attachment_complete(context, bdm.attachment_id)
+            self._complete_volumes(context, bdms)
             instance.vm_state = instance_obj.ACTIVE
             instance.power_state = instance_obj.RUNNING
             instance.task_state = None
@@ -400,7 +422,7 @@ class ComputeTaskManager:
                 instance.save(expected_task_state=["unshelving"])
             except Exception:
                 LOG.exception("could not reset %s after a failed unshelve", instance.uuid)
-            event.failure(error)
+            _Event.failed(event, context, instance.uuid, "compute_unshelve_instance", error)
             return
         event.success()
 
@@ -437,7 +459,8 @@ class ComputeTaskManager:
             old_attachment_id = bdm.attachment_id
             new_connection_info = None
             if instance.host:
-                connector = self._connector(context, instance.host, bdm.device_name)
+                connector = self._connector(context, instance.host, bdm.device_name,
+                                            bdm.attach_mode)
                 attachment = self.volume_api.attachment_update(
                     context, new_attachment_id, connector, mountpoint=bdm.device_name)
                 new_connection_info = attachment["connection_info"]

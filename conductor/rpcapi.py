@@ -15,6 +15,7 @@ version history:
     1.2 - stop_instance, start_instance, pause_instance, unpause_instance,
           shelve_instance, shelve_offload_instance, unshelve_instance,
           swap_volume
+    1.3 - attach_volume takes attach_mode (read-only attachments)
 
 A caller capped below a method's version gets ConductorTooOld (the API
 answers 503) instead of sending a message the conductor cannot dispatch.
@@ -57,12 +58,28 @@ class ConductorAPI:
 
 
 class ComputeTaskAPI:
-    VERSION = "1.2"
+    VERSION = "1.3"
+
+    # The version each method needs (the history above).
+    METHOD_VERSIONS = {
+        "build_instances": "1.0", "delete_instance": "1.0",
+        "detach_volume": "1.0", "attach_volume": "1.1",
+        "stop_instance": "1.2", "start_instance": "1.2",
+        "pause_instance": "1.2", "unpause_instance": "1.2",
+        "shelve_instance": "1.2", "shelve_offload_instance": "1.2",
+        "unshelve_instance": "1.2", "swap_volume": "1.2",
+    }
 
     def __init__(self):
         target = messaging.Target(topic=TASK_TOPIC, namespace="compute_task",
                                   version=self.VERSION)
         self.client = rpc.get_client(target, version_cap=CONF.upgrade_levels.conductor)
+
+    def check_can_send(self, method):
+        """Raise ConductorTooOld unless the (capped) conductor can run
+        ``method``: callers ask before they record or change anything."""
+        if not self.client.can_send_version(self.METHOD_VERSIONS[method]):
+            raise exception.ConductorTooOld(method=method)
 
     def _prepare(self, version, method, timeout=None):
         if not self.client.can_send_version(version):
@@ -85,12 +102,17 @@ class ComputeTaskAPI:
             ctxt, "detach_volume", instance=instance, volume_id=volume_id)
 
     def attach_volume(self, ctxt, instance, volume_id, device=None, tag=None,
-                      delete_on_termination=False, do_cast=False):
-        """Run the attach workflow: cast (2.101+) or call for the device name."""
-        cctxt = self._prepare("1.1", "attach_volume",
+                      delete_on_termination=False, do_cast=False, attach_mode=None):
+        """Run the attach workflow: cast (2.101+) or call for the device name.
+
+        A read-only attach needs a conductor of 1.3; rw works from 1.1."""
+        version = "1.3" if attach_mode == "ro" else "1.1"
+        cctxt = self._prepare(version, "attach_volume",
                               timeout=None if do_cast else CONF.rpc_response_timeout_attach)
         kwargs = dict(instance=instance, volume_id=volume_id, device=device,
                       tag=tag, delete_on_termination=delete_on_termination)
+        if attach_mode == "ro":
+            kwargs["attach_mode"] = attach_mode
         if do_cast:
             cctxt.cast(ctxt, "attach_volume", **kwargs)
             return None

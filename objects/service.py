@@ -15,7 +15,7 @@ from oslo_versionedobjects import fields
 from objects import base
 from volattach import exception
 
-SERVICE_VERSION = 2
+SERVICE_VERSION = 3
 
 SERVICE_VERSION_HISTORY = (
     # Version 0: no service version reported (never sent by volattach)
@@ -27,7 +27,14 @@ SERVICE_VERSION_HISTORY = (
     # Version 2: compute RPC 1.1 (swap_volume, assign_device_names,
     # pause_instance, unpause_instance)
     {"compute_rpc": "1.1"},
+    # Version 3: compute RPC 1.2 (read-only attachments: attach_volume
+    # carries attach_mode; BlockDeviceMapping 1.1).  The API refuses a
+    # read-only attach to a server on an older compute (409).
+    {"compute_rpc": "1.2"},
 )
+
+# The first service version whose computes honour attach_mode "ro".
+READ_ONLY_ATTACH_SERVICE_VERSION = 3
 
 
 def compute_rpc_for_service_version(version):

@@ -37,8 +37,9 @@ class ComputeDriver(abc.ABC):
         """Remove the volume's host device (idempotent)."""
 
     @abc.abstractmethod
-    def attach_volume(self, instance, connection_info, device_name):
-        """Plug a connected volume into the guest at ``device_name``."""
+    def attach_volume(self, instance, connection_info, device_name, mode="rw"):
+        """Plug a connected volume into the guest at ``device_name``,
+        read-only when ``mode`` is ``ro``."""
 
     @abc.abstractmethod
     def detach_volume(self, instance, connection_info, device_name):

@@ -30,7 +30,8 @@ class FakeDriver(driver.ComputeDriver):
     def __init__(self, host):
         super().__init__(host)
         self._lock = threading.Lock()
-        self.guests = {}          # instance uuid -> {"power": str, "devices": {dev: conn}}
+        self.guests = {}          # instance uuid -> {"power", "devices": {dev: conn},
+        #                                  "modes": {dev: "ro"|"rw"}}
         self.connections = {}     # connection key -> connection_info
         self.connects = 0
         self.disconnects = 0
@@ -85,6 +86,8 @@ class FakeDriver(driver.ComputeDriver):
                 "power": "running",
                 "devices": {d["device_name"]: d["connection_info"]
                             for d in block_device_info},
+                "modes": {d["device_name"]: d.get("mode") or "rw"
+                          for d in block_device_info},
             }
 
     def destroy(self, instance):
@@ -104,12 +107,18 @@ class FakeDriver(driver.ComputeDriver):
             if self.connections.pop(self._connection_key(connection_info), None) is not None:
                 self.disconnects += 1
 
-    def attach_volume(self, instance, connection_info, device_name):
+    def attach_volume(self, instance, connection_info, device_name, mode="rw"):
         self._step("attach")
         with self._lock:
-            guest = self.guests.setdefault(instance.uuid,
-                                           {"power": "running", "devices": {}})
+            guest = self._guest(instance)
             guest["devices"][device_name] = connection_info
+            guest["modes"][device_name] = mode or "rw"
+
+    def _guest(self, instance):
+        guest = self.guests.setdefault(instance.uuid, {"power": "running"})
+        guest.setdefault("devices", {})
+        guest.setdefault("modes", {})
+        return guest
 
     def detach_volume(self, instance, connection_info, device_name):
         self._step("detach")
@@ -117,14 +126,13 @@ class FakeDriver(driver.ComputeDriver):
             guest = self.guests.get(instance.uuid)
             if guest:
                 guest["devices"].pop(device_name, None)
+                guest.get("modes", {}).pop(device_name, None)
 
     def swap_volume(self, instance, old_connection_info, new_connection_info,
                     device_name):
         self._step("swap")
         with self._lock:
-            guest = self.guests.setdefault(instance.uuid,
-                                           {"power": "running", "devices": {}})
-            guest["devices"][device_name] = new_connection_info
+            self._guest(instance)["devices"][device_name] = new_connection_info
 
     def pause(self, instance):
         self._set_power(instance, "paused")

@@ -44,22 +44,25 @@ def workflow():
     with mock.patch.object(manager, "compute_rpcapi"), \
             mock.patch.object(manager.objects, "InstanceActionEvent") as events, \
             mock.patch.object(manager.ComputeTaskManager, "_connector",
-                              return_value={"host": "h1"}):
+                              return_value={"host": "h1"}) as connector:
         tm = manager.ComputeTaskManager(volume_api=volume)
         tm.compute_rpcapi = compute
         ctx = mock.Mock()
         instance = types.SimpleNamespace(uuid="inst-1", host="h1")
         yield types.SimpleNamespace(tm=tm, compute=compute, volume=volume, bdm=bdm,
                                     ctx=ctx, instance=instance,
-                                    event=events.event_start.return_value)
+                                    event=events.event_start.return_value,
+                                    connector=connector)
 
 
 def test_success_runs_every_step_in_order(workflow):
     w = workflow
     assert w.tm.attach_volume(w.ctx, w.instance, "vol-1") == "/dev/vdb"
-    w.volume.attachment_create.assert_called_once_with(w.ctx, "vol-1", "inst-1")
+    w.volume.attachment_create.assert_called_once_with(w.ctx, "vol-1", "inst-1", mode=None)
+    assert w.bdm.attach_mode == "rw"
+    assert w.compute.attach_volume.call_args.kwargs == {"attach_mode": "rw"}
     w.volume.attachment_update.assert_called_once()
-    w.compute.attach_volume.assert_called_once_with(w.ctx, w.instance, w.bdm)
+    w.compute.attach_volume.assert_called_once_with(w.ctx, w.instance, w.bdm, attach_mode="rw")
     w.volume.attachment_complete.assert_called_once_with(w.ctx, "att-1")
     assert w.bdm.attachment_id == "att-1" and not w.bdm.destroyed
     w.volume.attachment_delete.assert_not_called()
@@ -105,3 +108,13 @@ def test_complete_failure_unplugs_then_cleans_up(workflow):
     w.compute.detach_volume.assert_called_once_with(w.ctx, w.instance, w.bdm)
     w.volume.attachment_delete.assert_called_once_with(w.ctx, "att-1")
     assert w.bdm.destroyed
+
+
+def test_read_only_attach_reserves_ro_and_tells_connector_and_compute(workflow):
+    w = workflow
+    w.tm.attach_volume(w.ctx, w.instance, "vol-1", attach_mode="ro")
+    w.volume.attachment_create.assert_called_once_with(w.ctx, "vol-1", "inst-1", mode="ro")
+    assert w.bdm.attach_mode == "ro"
+    w.compute.attach_volume.assert_called_once_with(w.ctx, w.instance, w.bdm,
+                                                    attach_mode="ro")
+    assert w.connector.call_args.args[-1] == "ro"
