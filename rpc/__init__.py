@@ -54,6 +54,9 @@ def init(conf, url=None):
             return TRANSPORT
         messaging.set_transport_defaults(control_exchange="volattach")
         url = url or _configured_url(conf) or volattach_conf.DEFAULT_TRANSPORT_URL
+        if "memory:" in url:
+            from rpc import memory
+            memory.install()
         TRANSPORT = messaging.get_rpc_transport(conf, url=url,
                                                 allowed_remote_exmods=ALLOWED_EXMODS)
         NOTIFICATION_TRANSPORT = messaging.get_notification_transport(
