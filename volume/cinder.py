@@ -337,14 +337,23 @@ class VolumeAPI:
     def attachment_update(self, ctx, attachment_id, connector,
                           mountpoint=None):
         """Connect the attachment to the host of ``connector``; returns the
-        attachment as re-read with GET (real Cinder's PUT body is stale)."""
+        connected attachment.  Real Cinder's PUT body is stale (still
+        ``reserved``): then the attachment is re-read with GET; a service
+        that answers with the connected attachment saves that round trip."""
         connector = dict(connector)
         if mountpoint:
             connector["mountpoint"] = mountpoint
-        self._request(
+        response = self._request(
             ctx, "PUT", "/attachments/%s" % attachment_id, ATTACHMENT_MV,
             body={"attachment": {"connector": connector}},
             not_found=self._attachment_not_found(attachment_id))
+        try:
+            attachment = response.json()["attachment"]
+        except (ValueError, KeyError, TypeError):
+            attachment = None
+        if (attachment and attachment.get("status") in ("attaching", "attached")
+                and attachment.get("connection_info")):
+            return attachment
         return self.attachment_get(ctx, attachment_id)
 
     @staticmethod

@@ -137,6 +137,17 @@ def test_put_is_followed_by_a_get(app):
         srv.shutdown()
 
 
+def test_fresh_put_body_is_not_read_again(client, recorder):
+    """volattach's volume service answers PUT with the connected attachment:
+    no second round trip."""
+    vol = new_volume(client)
+    att = client.attachment_create(USER_CTX, vol["id"], INSTANCE_A)
+    updated = client.attachment_update(USER_CTX, att["id"], connector())
+    assert updated["status"] == "attaching" and updated["connection_info"]
+    methods = [m for m, p, _ in recorder.requests if att["id"] in p]
+    assert methods == ["PUT"]
+
+
 def test_create_with_connector_and_mode(client, recorder):
     vol = new_volume(client)
     att = client.attachment_create(USER_CTX, vol["id"], INSTANCE_A,
