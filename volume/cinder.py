@@ -352,7 +352,8 @@ class VolumeAPI:
         except (ValueError, KeyError, TypeError):
             attachment = None
         if (attachment and attachment.get("status") in ("attaching", "attached")
-                and attachment.get("connection_info")):
+                and attachment.get("connection_info")
+                and "shared_connections_by_attachment" in attachment):
             return attachment
         return self.attachment_get(ctx, attachment_id)
 

@@ -314,7 +314,12 @@ class VolumeManager:
             db.volume_sync_status(conn, volume["id"], transition=(
                 None if attachment["attach_status"] == states.ATT_ATTACHED
                 else states.ATTACHING))
-            return db.attachment_get(conn, attachment_id)
+            # unlike real Cinder, answer with the connected attachment and
+            # its shared connections: no GET needed after the PUT
+            updated = db.attachment_get(conn, attachment_id)
+            updated["shared_connections_by_attachment"] = (
+                db.attachment_shared_with(conn, updated))
+            return updated
 
         return self.db.write(update)
 
