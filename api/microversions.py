@@ -150,6 +150,10 @@ VERSIONS = [
               "rxtx_factor and OS-FLV-DISABLED:disabled"),
     ("2.103", "os-volumes_boot removed: " + _NOTHING_HERE),
     ("2.104", "pinned_availability_zone update: " + _NOTHING_HERE),
+    ("2.105", "volattach's own extension, not a Nova microversion: attach_mode "
+              "(ro/rw) on attach and in block_device_mapping_v2, shown in "
+              "attachment list and show; multi-create of servers sharing one "
+              "multiattach volume (the volume-multiattach-enhancements spec)"),
 ]
 
 _VERSION_RE = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")

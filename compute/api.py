@@ -44,6 +44,11 @@ SERVER_ACTIONS = {
                  "unshelve"),
 }
 
+# task_states a delete may interrupt: none, a build, a change of the guest's
+# power on its host (not shelve, offload or unshelve, which move volumes)
+DELETE_INTERRUPTIBLE_TASK_STATES = (None, "scheduling", "spawning", "powering-off",
+                                    "powering-on", "pausing", "unpausing")
+
 # API status (servers list filter) -> vm_state
 STATUS_TO_VM_STATE = {
     "ACTIVE": instance_obj.ACTIVE, "BUILD": instance_obj.BUILDING,
@@ -129,6 +134,8 @@ class API:
             filters["name"] = opts["name"]
         if opts.get("host") and context.is_admin:
             filters["host"] = opts["host"]
+        if opts.get("reservation_id"):
+            filters["reservation_id"] = opts["reservation_id"]
         status = opts.get("status")
         if status:
             vm_state = STATUS_TO_VM_STATE.get(str(status).upper())
@@ -150,8 +157,13 @@ class API:
                 result[bdm.instance_uuid].append(bdm)
         return result
 
-    def _check_create_bdms(self, context, bdms, image_ref, count, supports_multiattach):
-        """Validate block_device_mapping_v2 and look up its volumes."""
+    def _check_create_bdms(self, context, bdms, image_ref, count, supports_multiattach,
+                           multiattach_multi_create=False):
+        """Validate block_device_mapping_v2 and look up its volumes.
+
+        With ``multiattach_multi_create`` (2.105) several servers of one
+        request may share a multiattach volume; a non-multiattach one stays
+        refused (400)."""
         bdms = [dict(b) for b in (bdms or [])]
         boot_indexes = sorted(int(b["boot_index"]) for b in bdms
                               if b.get("boot_index") is not None
@@ -171,6 +183,10 @@ class API:
             source = bdm.get("source_type")
             dest = bdm.get("destination_type") or ("volume" if source == "volume" else "local")
             bdm["destination_type"] = dest
+            if bdm.get("attach_mode") is not None and dest != "volume":
+                raise exception.InvalidBDM(
+                    reason="attach_mode is only valid for a mapping with "
+                           "destination_type volume.")
             if dest == "volume" and source != "volume":
                 raise exception.InvalidBDM(
                     reason="source_type %s with destination_type volume is not "
@@ -189,10 +205,11 @@ class API:
                     volume = self.volume_api.get(context, volume_id)
                 except exception.VolumeNotFound:
                     raise exception.InvalidBDM(reason="failed to get volume %s." % volume_id)
-                if count > 1:
-                    raise exception.MultipleVolumeAttachNotAllowed()
                 if volume.get("multiattach") and not supports_multiattach:
                     raise exception.MultiattachNotSupportedOldMicroversion()
+                if count > 1 and not (multiattach_multi_create
+                                      and volume.get("multiattach")):
+                    raise exception.MultipleVolumeAttachNotAllowed()
                 self._check_volume_attachable(volume)
                 volumes[volume_id] = volume
             elif source in ("image", "blank", "snapshot") and dest == "local":
@@ -214,7 +231,7 @@ class API:
                min_count=1, max_count=1, metadata=None, key_name=None,
                availability_zone=None, access_ip_v4=None, access_ip_v6=None,
                config_drive=None, description=None, supports_multiattach=False,
-               microversion=None):
+               multiattach_multi_create=False, microversion=None):
         flavor = objects.Flavor.get_by_flavor_id(context, flavor_ref)
         if image_ref and not _is_uuid(image_ref):
             raise exception.ImageRefInvalid()
@@ -223,7 +240,10 @@ class API:
         if max_count < min_count:
             raise exception.InvalidInput(reason="min_count must be <= max_count")
         bdm_dicts, _volumes = self._check_create_bdms(
-            context, block_device_mapping, image_ref, max_count, supports_multiattach)
+            context, block_device_mapping, image_ref, max_count, supports_multiattach,
+            multiattach_multi_create)
+        if any(b.get("attach_mode") == "ro" for b in bdm_dicts):
+            self._check_read_only_computes(context)
         reservation_id = "r-" + secrets.token_hex(4)
         instances = []
         created_bdms = []
@@ -257,7 +277,8 @@ class API:
                     created_bdms.append(bdm)
                     if bdm.is_volume:
                         attachment = self.volume_api.attachment_create(
-                            context, bdm.volume_id, instance.uuid)
+                            context, bdm.volume_id, instance.uuid,
+                            mode="ro" if bdm.attach_mode == "ro" else None)
                         bdm.attachment_id = attachment["id"]
                         bdm.save()
         except Exception:
@@ -287,19 +308,32 @@ class API:
             volume_type=mapping.get("volume_type"), disk_bus=mapping.get("disk_bus"),
             device_type=mapping.get("device_type"),
             guest_format=mapping.get("guest_format"),
-            no_device=bool(mapping.get("no_device", False)))
+            no_device=bool(mapping.get("no_device", False)),
+            attach_mode=(mapping.get("attach_mode") or "rw")
+            if mapping.get("destination_type") == "volume" else None)
 
     def delete(self, context, instance):
+        """Delete the server, interrupting a build or a change of its power
+        state; while shelve, offload or unshelve moves it and its volumes
+        the answer is 409 (a delete racing them could leave an attachment
+        behind).  A server already being deleted: nothing more to do."""
         self._check_locked(context, instance)
         if instance.task_state == "deleting":
             return
+        self._check_state(instance, "delete", (instance.vm_state,),
+                          DELETE_INTERRUPTIBLE_TASK_STATES)
         objects.InstanceAction.action_start(context, instance.uuid, instance_action.DELETE)
         if instance.host and self._host_is_up(context, instance.host):
             instance.task_state = "deleting"
             try:
-                instance.save(expected_task_state=[None, "scheduling", "spawning"])
+                instance.save(expected_task_state=list(DELETE_INTERRUPTIBLE_TASK_STATES))
             except exception.UnexpectedTaskState:
-                return
+                fresh = objects.Instance.get_by_uuid(context, instance.uuid)
+                if fresh.task_state == "deleting":
+                    return
+                self._check_state(fresh, "delete", (fresh.vm_state,),
+                                  DELETE_INTERRUPTIBLE_TASK_STATES)
+                raise
             self.compute_task_api.delete_instance(context, instance)
             return
         self._local_delete(context, instance)
@@ -340,10 +374,13 @@ class API:
 
     def attach_volume(self, context, instance, volume_id, device=None, tag=None,
                       delete_on_termination=False, supports_multiattach=False,
-                      wait=True, allow_shelved=True):
+                      wait=True, allow_shelved=True, attach_mode="rw"):
         """Attach a volume; returns the device name when ``wait`` (below
         2.101), None when the workflow is cast (2.101+).  ``allow_shelved``
-        is False below microversion 2.20."""
+        is False below microversion 2.20.  ``attach_mode`` ``ro`` (2.105)
+        needs a compute that honours it (409 otherwise)."""
+        if attach_mode not in ("ro", "rw"):
+            raise exception.InvalidInput(reason="attach_mode must be ro or rw")
         self._check_locked(context, instance)
         self._check_state(instance, "attach_volume", self._volume_vm_states(allow_shelved))
         volume = self.volume_api.get(context, volume_id)
@@ -361,18 +398,48 @@ class API:
         self._check_volume_attachable(volume)
         if offloaded:
             return self._attach_volume_offloaded(context, instance, volume_id,
-                                                 delete_on_termination)
+                                                 delete_on_termination, attach_mode)
         if not self._host_is_up(context, instance.host):
             raise exception.ServiceUnavailableConflict(host=instance.host)
+        if attach_mode == "ro":
+            self._check_read_only_compute(context, instance.host)
         self._check_conductor("attach_volume")
         objects.InstanceAction.action_start(context, instance.uuid,
                                             instance_action.ATTACH_VOLUME)
         return self.compute_task_api.attach_volume(
             context, instance, volume_id, device=device, tag=tag,
-            delete_on_termination=delete_on_termination, do_cast=not wait)
+            delete_on_termination=delete_on_termination, do_cast=not wait,
+            attach_mode=attach_mode)
+
+    @staticmethod
+    def _compute_version(context, host):
+        service = objects.Service.get_by_host_and_binary(context.elevated(), host,
+                                                         "volattach-compute")
+        return service.version if service is not None else None
+
+    def _check_read_only_compute(self, context, host):
+        """409 when ``host``'s compute is older than read-only attachments
+        (the multiattach-enhancements spec: the API refuses, rather than
+        attach read/write what the user asked read-only)."""
+        from objects import service as service_obj
+        version = self._compute_version(context, host)
+        if version is None or version < service_obj.READ_ONLY_ATTACH_SERVICE_VERSION:
+            raise exception.ComputeTooOldForFeature(host=host,
+                                                    feature="read-only attachments")
+
+    def _check_read_only_computes(self, context):
+        """409 unless some up compute honours read-only attachments (the
+        scheduler then only picks such hosts)."""
+        from objects import service as service_obj
+        for service, up in self.service_list(context.elevated(),
+                                             binary="volattach-compute"):
+            if up and service.version >= service_obj.READ_ONLY_ATTACH_SERVICE_VERSION:
+                return
+        raise exception.ComputeTooOldForFeature(host="any",
+                                                feature="read-only attachments")
 
     def _attach_volume_offloaded(self, context, instance, volume_id,
-                                 delete_on_termination):
+                                 delete_on_termination, attach_mode="rw"):
         """Attach to a server on no host, here in the API: a BDM without a
         device name and a completed connector-less attachment.  The compute
         that receives the server at unshelve names the device and connects."""
@@ -382,12 +449,13 @@ class API:
             context, uuid=str(uuidlib.uuid4()), instance_uuid=instance.uuid,
             source_type="volume", destination_type="volume", volume_id=volume_id,
             device_name=None, boot_index=None,
-            delete_on_termination=bool(delete_on_termination))
+            delete_on_termination=bool(delete_on_termination), attach_mode=attach_mode)
         bdm.create()
         attachment_id = None
         try:
             attachment_id = self.volume_api.attachment_create(
-                context, volume_id, instance.uuid)["id"]
+                context, volume_id, instance.uuid,
+                mode="ro" if attach_mode == "ro" else None)["id"]
             bdm.attachment_id = attachment_id
             bdm.save()
             self.volume_api.attachment_complete(context, attachment_id)
@@ -459,8 +527,10 @@ class API:
         self._check_conductor("swap_volume")
         self.volume_api.begin_detaching(context, old_volume_id)
         try:
+            # the new volume keeps the old one's attach mode
             new_attachment_id = self.volume_api.attachment_create(
-                context, new_volume_id, instance.uuid)["id"]
+                context, new_volume_id, instance.uuid,
+                mode="ro" if bdm.attach_mode == "ro" else None)["id"]
         except Exception:
             self.volume_api.roll_detaching(context, old_volume_id)
             raise

@@ -81,6 +81,16 @@ class _Event:
         (event or cls(context, instance_uuid, name)).failure(error)
 
 
+def _min_version_for(context, instance):
+    """The compute service version a host needs for ``instance``'s volumes:
+    read-only ones need computes that honour attach_mode."""
+    from objects import service as service_obj
+    bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)
+    if any(b.is_volume and b.attach_mode == "ro" for b in bdms):
+        return service_obj.READ_ONLY_ATTACH_SERVICE_VERSION
+    return None
+
+
 class ComputeTaskManager:
     """Workflows started by the compute API."""
 
@@ -239,7 +249,8 @@ class ComputeTaskManager:
     def _build_one(self, context, instance):
         event = None
         try:
-            host = scheduler.select_host(context, instance.availability_zone)
+            host = scheduler.select_host(context, instance.availability_zone,
+                                         _min_version_for(context, instance))
             event = _Event(context, instance.uuid, "compute_build_and_run_instance",
                            host)
             instance.host = host
@@ -398,7 +409,8 @@ class ComputeTaskManager:
             return
         event = None
         try:
-            host = scheduler.select_host(context, instance.availability_zone)
+            host = scheduler.select_host(context, instance.availability_zone,
+                                         _min_version_for(context, instance))
             event = _Event(context, instance.uuid, "compute_unshelve_instance", host)
             instance.host = host
             instance.node = host

@@ -7,10 +7,14 @@ from volattach import servicegroup
 BINARY = "volattach-compute"
 
 
-def select_host(context, availability_zone=None):
+def select_host(context, availability_zone=None, min_service_version=None):
+    """``min_service_version``: only computes at least that new (a server
+    with read-only volumes needs one that honours them)."""
     services = objects.ServiceList.get_all(context, binary=BINARY)
     candidates = [s.host for s in services
-                  if not s.disabled and servicegroup.is_up(s)]
+                  if not s.disabled and servicegroup.is_up(s)
+                  and (min_service_version is None
+                       or s.version >= min_service_version)]
     if availability_zone and ":" in availability_zone:
         forced = availability_zone.split(":", 1)[1]
         candidates = [h for h in candidates if h == forced]

@@ -178,6 +178,8 @@ class Servers(common.Resource):
                 opts["project_id"] = project[-1]
         if "host" in filters:
             opts["host"] = filters["host"][-1]
+        if "reservation_id" in filters:
+            opts["reservation_id"] = filters["reservation_id"][-1]
         if "deleted" in filters:
             opts["deleted"] = strutils.bool_from_string(filters["deleted"][-1],
                                                         default=False)
@@ -301,6 +303,7 @@ class Servers(common.Resource):
                 else None,
                 description=description,
                 supports_multiattach=mv.matches("2.60"),
+                multiattach_multi_create=mv.matches("2.105"),
                 microversion=str(mv))
         except exception.FlavorNotFound as exc:
             raise exception.FlavorRefInvalid(message=exc.format_message())

@@ -71,7 +71,8 @@ class VolumeAttachments(common.Resource):
         device = self.compute.attach_volume(
             req.context.ctx, instance, volume_id, device=device, tag=tag,
             delete_on_termination=delete_on_termination,
-            supports_multiattach=mv.matches("2.60"), wait=wait)
+            supports_multiattach=mv.matches("2.60"), wait=wait,
+            attach_mode=attachment.get("attach_mode", "rw"))
         if not wait:
             common.send(resp, None, status=202)
             return

@@ -190,11 +190,16 @@ _server(create_v290)["hostname"] = parameter_types.hostname
 create_v294 = copy.deepcopy(create_v290)
 _server(create_v294)["hostname"] = parameter_types.fqdn
 
+# 2.105 (volattach's extension): attach_mode of a mapping
+create_v2105 = copy.deepcopy(create_v294)
+_server(create_v2105)["block_device_mapping_v2"]["items"]["properties"][
+    "attach_mode"] = {"type": "string", "enum": ["ro", "rw"]}
+
 CREATE = (("2.1", create_v21), ("2.19", create_v219), ("2.32", create_v232),
           ("2.33", create_v233), ("2.37", create_v237), ("2.42", create_v242),
           ("2.52", create_v252), ("2.57", create_v257), ("2.63", create_v263),
           ("2.67", create_v267), ("2.74", create_v274), ("2.90", create_v290),
-          ("2.94", create_v294))
+          ("2.94", create_v294), ("2.105", create_v2105))
 
 # -- GET /servers, /servers/detail ---------------------------------------------------
 

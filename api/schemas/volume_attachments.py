@@ -49,6 +49,11 @@ create_v279 = copy.deepcopy(create_v249)
 create_v279["properties"]["volumeAttachment"]["properties"][
     "delete_on_termination"] = parameter_types.boolean
 
+# 2.105 (volattach's extension): read-only attachments
+create_v2105 = copy.deepcopy(create_v279)
+create_v2105["properties"]["volumeAttachment"]["properties"]["attach_mode"] = {
+    "type": "string", "enum": ["ro", "rw"]}
+
 update_v21 = copy.deepcopy(create_v21)
 del update_v21["properties"]["volumeAttachment"]["properties"]["device"]
 
@@ -77,5 +82,6 @@ update_v285 = {
 
 INDEX_QUERY = (("2.1", index_query_v21), ("2.75", index_query_v275))
 SHOW_QUERY = (("2.1", show_query_v21), ("2.102", show_query_v2102))
-CREATE = (("2.1", create_v21), ("2.49", create_v249), ("2.79", create_v279))
+CREATE = (("2.1", create_v21), ("2.49", create_v249), ("2.79", create_v279),
+          ("2.105", create_v2105))
 UPDATE = (("2.1", update_v21), ("2.85", update_v285))

@@ -6,7 +6,8 @@ List and show (a block device mapping):
   ``device``                    only when the mapping has a device name
   ``tag``                       2.70+
   ``delete_on_termination``     2.79+
-  ``attachment_id``, ``bdm_uuid`` 2.89+ (and an attachment still in progress,
+  ``attachment_id``, ``bdm_uuid`` 2.89+
+  ``attach_mode``               2.105+ (volattach's extension) (and an attachment still in progress,
                                 without a Cinder attachment, is not shown)
 
 Attach response (up to 2.100; 2.101+ has no body): ``id``, ``serverId``,
@@ -38,6 +39,9 @@ def attachment(req, bdm):
     if mv.matches("2.89"):
         body["attachment_id"] = bdm.attachment_id
         body["bdm_uuid"] = bdm.uuid
+    if mv.matches("2.105"):
+        mode = bdm.attach_mode if bdm.obj_attr_is_set("attach_mode") else None
+        body["attach_mode"] = mode or "rw"
     return body
 
 

@@ -198,10 +198,11 @@ class FakeFacade:
 
     def attach_volume(self, ctx, instance, volume_id, device=None, tag=None,
                       delete_on_termination=False, supports_multiattach=False,
-                      wait=True):
+                      wait=True, attach_mode="rw"):
         self._record("attach_volume", ctx, instance, volume_id, device=device,
                      tag=tag, delete_on_termination=delete_on_termination,
-                     supports_multiattach=supports_multiattach, wait=wait)
+                     supports_multiattach=supports_multiattach, wait=wait,
+                     attach_mode=attach_mode)
         return self.attach_result if wait else None
 
     def detach_volume(self, ctx, instance, volume_id):

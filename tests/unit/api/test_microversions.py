@@ -18,7 +18,7 @@ def test_versions_are_contiguous_from_2_1_to_the_max():
     numbers = [v for v, _note in microversions.VERSIONS]
     assert numbers[0] == "2.1"
     assert numbers == ["2.%d" % minor for minor in range(1, len(numbers) + 1)]
-    assert str(microversions.MAX_VERSION) == numbers[-1] == "2.104"
+    assert str(microversions.MAX_VERSION) == numbers[-1] == "2.105"
     assert all(note.strip() for _v, note in microversions.VERSIONS)
 
 
@@ -99,7 +99,7 @@ def test_standard_header_for_another_service_is_ignored(api):
 
 def test_latest_is_the_maximum(api):
     result = api.get("/v2.1/flavors", version="latest", legacy=False)
-    assert _versions(result) == ("compute 2.104", "2.104")
+    assert _versions(result) == ("compute 2.105", "2.105")
 
 
 def test_malformed_version_is_400(api):
@@ -111,14 +111,14 @@ def test_malformed_version_is_400(api):
                    "format MajorNum.MinorNum."}}
 
 
-@pytest.mark.parametrize("version", ["2.105", "3.0", "2.0"])
+@pytest.mark.parametrize("version", ["2.106", "3.0", "2.0"])
 def test_out_of_range_is_406_with_nova_message(api, version):
     result = api.get("/v2.1/flavors", version=version)
     assert result.status_code == 406
     assert result.json == {"computeFault": {
         "code": 406,
         "message": "Version %s is not supported by the API. Minimum is 2.1 "
-                   "and maximum is 2.104." % version}}
+                   "and maximum is 2.105." % version}}
     assert result.headers["content-type"] == "application/json"
 
 
@@ -154,7 +154,7 @@ def test_v21_document_is_versioned_and_public(api):
         result = api.get(path, token=None, version="2.50")
         assert result.status_code == 200, path
         assert _versions(result) == ("compute 2.50", "2.50")
-        assert result.json["version"]["version"] == "2.104"
+        assert result.json["version"]["version"] == "2.105"
 
 
 def test_negotiate_accepts_plain_headers_too():

@@ -198,7 +198,7 @@ def test_actions_of_another_projects_server_are_404(api, acted):
 def test_version_documents(api):
     root = api.get("/", token=None).json
     assert root == {"versions": [{
-        "id": "v2.1", "status": "CURRENT", "version": "2.104",
+        "id": "v2.1", "status": "CURRENT", "version": "2.105",
         "min_version": "2.1", "updated": "2013-07-23T11:33:21Z",
         "links": [{"rel": "self",
                    "href": "http://falconframework.org/v2.1/"}]}]}

@@ -143,7 +143,26 @@ def test_async_attach_answers_202_without_body(api, server, facade, version):
     assert args[2] == VOLUME and args[1] is server
     assert kwargs == {"device": None, "tag": "t",
                       "delete_on_termination": True,
-                      "supports_multiattach": True, "wait": False}
+                      "supports_multiattach": True, "wait": False,
+                      "attach_mode": "rw"}
+
+
+@pytest.mark.parametrize("body,version,status", [
+    ({"attach_mode": "ro"}, "2.105", 202),
+    ({"attach_mode": "rw"}, "2.105", 202),
+    ({"attach_mode": "ro"}, "2.104", 400),   # before the microversion
+    ({"attach_mode": "rx"}, "2.105", 400),   # not ro/rw
+    ({"attach_mode": None}, "2.105", 400),
+])
+def test_attach_mode_needs_2_105_and_ro_or_rw(api, server, facade, body, version,
+                                             status):
+    result = _attach(api, server, version, **body)
+    assert result.status_code == status, result.text
+    if status == 202:
+        _, kwargs = facade.last_call("attach_volume")
+        assert kwargs["attach_mode"] == body["attach_mode"]
+    else:
+        assert result.json["badRequest"]["code"] == 400
 
 
 def test_multiattach_support_follows_2_60(api, server, facade):
@@ -209,6 +228,9 @@ def test_attach_to_an_unknown_server_is_404(api, facade):
               "delete_on_termination", "attachment_id", "bdm_uuid"}),
     ("2.104", {"volumeId", "serverId", "device", "tag",
                "delete_on_termination", "attachment_id", "bdm_uuid"}),
+    ("2.105", {"volumeId", "serverId", "device", "tag",
+               "delete_on_termination", "attachment_id", "bdm_uuid",
+               "attach_mode"}),
 ])
 def test_list_and_show_keys_per_microversion(api, server, facade, version,
                                              keys):
