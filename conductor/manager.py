@@ -174,6 +174,12 @@ class ComputeTaskManager:
                                         attach_mode)
             attachment = self.volume_api.attachment_update(
                 context, attachment_id, connector, mountpoint=bdm.device_name)
+            # the volume service has the last word: a read-only volume
+            # attaches ro whatever was asked (openstackclient's way to a
+            # read-only attach: `openstack volume set --read-only`)
+            if attachment.get("attach_mode") in ("ro", "rw"):
+                attach_mode = attachment["attach_mode"]
+                bdm.attach_mode = attach_mode
             bdm.set_connection_info(attachment["connection_info"])
             bdm.save()
             self.compute_rpcapi.attach_volume(context, instance, bdm,

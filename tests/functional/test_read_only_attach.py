@@ -180,3 +180,20 @@ def test_swap_keeps_read_only(api, admin_api, volumes, deployment):
     attachment = _wait_attached(api, volumes, server_id, new)
     assert attachment["attach_mode"] == "ro" and attachment["device"] == device
     assert _guest_mode(deployment, server_id, device) == "ro"
+
+
+def test_read_only_volume_attaches_ro_without_asking(api, volumes, deployment):
+    """openstackclient has no attach-mode option: `openstack volume set
+    --read-only` then `openstack server add volume` must give a read-only
+    attachment, which the attachment list shows at 2.105."""
+    server_id = _new_server(api, name="ro-volume")
+    volume_id = _new_volume(volumes)
+    status, body, _ = volumes.request(
+        "POST", volumes._path("/volumes/%s/action" % volume_id),
+        {"os-update_readonly_flag": {"readonly": True}})
+    assert status == 202, body
+    status, body, _ = api.attach_volume(server_id, volume_id)   # 2.1, as the CLI does
+    assert status == 200, body
+    attachment = _wait_attached(api, volumes, server_id, volume_id)
+    assert attachment["attach_mode"] == "ro"
+    assert _guest_mode(deployment, server_id, attachment["device"]) == "ro"
