@@ -27,6 +27,24 @@ def _row(obj):
     return values
 
 
+def _read(stmt):
+    """Rows of a Core SELECT as dicts (reads skip the ORM: no identity map,
+    no entity objects; this is the API's hot path)."""
+    with db_engine.get_engine().connect() as conn:
+        return [dict(r) for r in conn.execute(stmt).mappings()]
+
+
+def _read_one(stmt):
+    rows = _read(stmt.limit(1))
+    return rows[0] if rows else None
+
+
+_INSTANCES = models.Instance.__table__
+_BDMS = models.BlockDeviceMapping.__table__
+_SERVICES = models.Service.__table__
+_FLAVORS = models.Flavor.__table__
+
+
 def _fix_keys(values):
     values = dict(values)
     if "metadata" in values:
@@ -45,9 +63,8 @@ def service_create(values):
 
 
 def service_get_by_host_and_binary(host, binary):
-    with db_engine.session() as s:
-        return _row(s.scalars(select(models.Service).where(
-            models.Service.host == host, models.Service.binary == binary)).first())
+    return _read_one(select(_SERVICES).where(_SERVICES.c.host == host,
+                                             _SERVICES.c.binary == binary))
 
 
 def service_get(service_id):
@@ -59,13 +76,12 @@ def service_get(service_id):
 
 
 def service_get_all(binary=None, host=None):
-    with db_engine.session() as s:
-        q = select(models.Service).order_by(models.Service.id)
-        if binary:
-            q = q.where(models.Service.binary == binary)
-        if host:
-            q = q.where(models.Service.host == host)
-        return [_row(r) for r in s.scalars(q)]
+    q = select(_SERVICES).order_by(_SERVICES.c.id)
+    if binary:
+        q = q.where(_SERVICES.c.binary == binary)
+    if host:
+        q = q.where(_SERVICES.c.host == host)
+    return _read(q)
 
 
 def service_update(service_id, values):
@@ -106,19 +122,15 @@ def service_get_minimum_version(binary):
 # -- flavors ----------------------------------------------------------------
 
 def flavor_get_all():
-    with db_engine.session() as s:
-        return [_row(r) for r in s.scalars(
-            select(models.Flavor).where(models.Flavor.disabled.is_(False))
-            .order_by(models.Flavor.flavorid))]
+    return _read(select(_FLAVORS).where(_FLAVORS.c.disabled.is_(False))
+                 .order_by(_FLAVORS.c.flavorid))
 
 
 def flavor_get_by_flavor_id(flavorid):
-    with db_engine.session() as s:
-        row = s.scalars(select(models.Flavor).where(
-            models.Flavor.flavorid == str(flavorid))).first()
-        if row is None:
-            raise exception.FlavorNotFound(flavor_id=flavorid)
-        return _row(row)
+    row = _read_one(select(_FLAVORS).where(_FLAVORS.c.flavorid == str(flavorid)))
+    if row is None:
+        raise exception.FlavorNotFound(flavor_id=flavorid)
+    return row
 
 
 # -- instances --------------------------------------------------------------
@@ -132,14 +144,13 @@ def instance_create(values):
 
 
 def instance_get_by_uuid(uuid, read_deleted=False):
-    with db_engine.session() as s:
-        q = select(models.Instance).where(models.Instance.uuid == uuid)
-        if not read_deleted:
-            q = q.where(models.Instance.deleted == 0)
-        row = s.scalars(q).first()
-        if row is None:
-            raise exception.InstanceNotFound(instance_id=uuid)
-        return _row(row)
+    q = select(_INSTANCES).where(_INSTANCES.c.uuid == uuid)
+    if not read_deleted:
+        q = q.where(_INSTANCES.c.deleted == 0)
+    row = _read_one(q)
+    if row is None:
+        raise exception.InstanceNotFound(instance_id=uuid)
+    return row
 
 
 def instance_get_all(filters=None, limit=None, marker=None, sort_dir="desc"):
@@ -275,22 +286,17 @@ def bdm_destroy(bdm_id):
 
 
 def bdm_get_by_instance_uuids(instance_uuids):
-    with db_engine.session() as s:
-        return [_row(r) for r in s.scalars(
-            select(models.BlockDeviceMapping)
-            .where(models.BlockDeviceMapping.instance_uuid.in_(list(instance_uuids)))
-            .order_by(models.BlockDeviceMapping.id))]
+    return _read(select(_BDMS).where(_BDMS.c.instance_uuid.in_(list(instance_uuids)))
+                 .order_by(_BDMS.c.id))
 
 
 def bdm_get_by_volume_and_instance(volume_id, instance_uuid):
-    with db_engine.session() as s:
-        row = s.scalars(select(models.BlockDeviceMapping).where(
-            models.BlockDeviceMapping.volume_id == volume_id,
-            models.BlockDeviceMapping.instance_uuid == instance_uuid)
-            .order_by(models.BlockDeviceMapping.id)).first()
-        if row is None:
-            raise exception.VolumeBDMNotFound(volume_id=volume_id)
-        return _row(row)
+    row = _read_one(select(_BDMS).where(_BDMS.c.volume_id == volume_id,
+                                        _BDMS.c.instance_uuid == instance_uuid)
+                    .order_by(_BDMS.c.id))
+    if row is None:
+        raise exception.VolumeBDMNotFound(volume_id=volume_id)
+    return row
 
 
 def bdm_get_by_volume(volume_id):

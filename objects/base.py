@@ -102,11 +102,47 @@ class JSONField(fields.AutoTypedField):
     AUTO_TYPE = JSON()
 
 
+# Field types whose database values are already what the field holds: those
+# values are stored without oslo.versionedobjects' per-field coercion and
+# change tracking (fill runs for every row the API reads: its hot path).
+_RAW_TYPES = (
+    (fields.UUIDField, str), (fields.SensitiveStringField, str),
+    (fields.StringField, str), (fields.BooleanField, bool),
+    (fields.IntegerField, int),
+)
+_raw_fields = {}
+
+
+def _raw_plan(cls):
+    plan = _raw_fields.get(cls)
+    if plan is None:
+        plan = {}
+        for name, field in cls.fields.items():
+            for field_class, python_type in _RAW_TYPES:
+                if type(field) is field_class:
+                    plan[name] = (python_type, field.nullable)
+                    break
+        _raw_fields[cls] = plan
+    return plan
+
+
 def fill(obj, row, skip=()):
-    """Copy the columns of a db row dict into the object's fields."""
+    """Copy the columns of a db row dict into the object's fields.
+
+    Values whose Python type already matches a plain field are stored as
+    they are; anything else (datetimes, enums, nested objects, a value of an
+    unexpected type) goes through the field's normal coercion."""
+    plan = _raw_plan(type(obj))
     for name in obj.fields:
         if name in skip or name not in row:
             continue
-        setattr(obj, name, row[name])
+        value = row[name]
+        expected = plan.get(name)
+        if expected is not None and (
+                type(value) is expected[0]
+                or (value is None and expected[1])):
+            setattr(obj, "_obj_" + name, value)
+        else:
+            setattr(obj, name, value)
     obj.obj_reset_changes()
     return obj
