@@ -403,7 +403,8 @@ class API:
             raise exception.ServiceUnavailableConflict(host=instance.host)
         if attach_mode == "ro":
             self._check_read_only_compute(context, instance.host)
-        self._check_conductor("attach_volume")
+        self._check_conductor("attach_volume_read_only" if attach_mode == "ro"
+                              else "attach_volume")
         objects.InstanceAction.action_start(context, instance.uuid,
                                             instance_action.ATTACH_VOLUME)
         return self.compute_task_api.attach_volume(

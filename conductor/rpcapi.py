@@ -64,6 +64,7 @@ class ComputeTaskAPI:
     METHOD_VERSIONS = {
         "build_instances": "1.0", "delete_instance": "1.0",
         "detach_volume": "1.0", "attach_volume": "1.1",
+        "attach_volume_read_only": "1.3",
         "stop_instance": "1.2", "start_instance": "1.2",
         "pause_instance": "1.2", "unpause_instance": "1.2",
         "shelve_instance": "1.2", "shelve_offload_instance": "1.2",

@@ -197,3 +197,51 @@ def test_read_only_volume_attaches_ro_without_asking(api, volumes, deployment):
     attachment = _wait_attached(api, volumes, server_id, volume_id)
     assert attachment["attach_mode"] == "ro"
     assert _guest_mode(deployment, server_id, attachment["device"]) == "ro"
+
+
+def test_read_only_attach_needs_conductor_1_3(api, volumes, deployment):
+    """A conductor capped below the task API 1.3: 503 for a read-only attach
+    before anything is recorded; read/write still goes through."""
+    from volattach.conf import CONF
+    server_id = _new_server(api, name="ro-old-conductor")
+    volume_id = _new_volume(volumes)
+    # the API's client reads the cap when built: rebuild it capped
+    from conductor import rpcapi as conductor_rpcapi
+    facade = _facade(deployment)
+    original = facade.compute_task_api.rpcapi
+    CONF.set_override("conductor", "1.2", group="upgrade_levels")
+    try:
+        facade.compute_task_api.rpcapi = conductor_rpcapi.ComputeTaskAPI()
+        status, body, _ = api.attach_volume(server_id, volume_id, microversion=MV,
+                                            attach_mode="ro")
+        assert status == 503, body
+        status, body, _ = api.request("GET", "/servers/%s/os-instance-actions" % server_id)
+        assert [a["action"] for a in body["instanceActions"]] == ["create"]
+        assert _attachment_rows(volumes, volume_id) == []
+        status, body, _ = api.attach_volume(server_id, volume_id, microversion=MV)
+        assert status == 202, body
+        assert _wait_attached(api, volumes, server_id, volume_id)["attach_mode"] == "rw"
+    finally:
+        CONF.clear_override("conductor", group="upgrade_levels")
+        facade.compute_task_api.rpcapi = original
+
+
+def _facade(deployment):
+    """The compute API facade behind the deployment's WSGI app."""
+    from api.handlers import volume_attachments
+    app = deployment.api_app
+    while not hasattr(app, "_router"):
+        app = getattr(app, "app", None) or getattr(app, "application")
+    for resource in _resources(app):
+        if isinstance(resource, volume_attachments.VolumeAttachments):
+            return resource.compute
+    raise AssertionError("no VolumeAttachments resource")
+
+
+def _resources(app):
+    stack = list(app._router._roots)
+    while stack:
+        node = stack.pop()
+        if node.resource is not None:
+            yield node.resource
+        stack.extend(node.children or [])
