@@ -5,6 +5,7 @@ import threading
 import time
 
 import oslo_messaging as messaging
+import pytest
 from oslo_messaging.notify import notifier as _notifier
 
 from tests.functional.test_attach_detach import _new_server, _new_volume
@@ -41,57 +42,51 @@ class _Collector:
             event_type, [e[1] for e in self.events]))
 
 
-def test_attach_and_detach_notifications_carry_attach_mode(api, volumes, deployment):
+@pytest.fixture
+def collector(deployment):
+    """Every notification this test's deployment sends."""
     import rpc
-    collector = _Collector()
+    collected = _Collector()
     listener = messaging.get_notification_listener(
         rpc.NOTIFICATION_TRANSPORT, [messaging.Target(topic="notifications")],
-        [collector], executor="threading")
+        [collected], executor="threading")
     listener.start()
+    yield collected
+    listener.stop()
+    listener.wait()
+
+
+def test_attach_and_detach_notifications_carry_attach_mode(api, volumes, collector):
+    server_id = _new_server(api, name="notified")
+    volume_id = _new_volume(volumes)
+    status, body, _ = api.attach_volume(server_id, volume_id)
+    assert status == 200, body
+    start = collector.wait_for("instance.volume_attach.start")
+    priority, _, payload = collector.wait_for("instance.volume_attach.end")
+    assert start[0] == "INFO" and priority == "INFO"
+    data = payload["volattach_object.data"]
+    assert payload["volattach_object.name"] == "InstanceActionVolumePayload"
+    assert data["uuid"] == server_id and data["volume_id"] == volume_id
+    bdm = data["block_devices"][0]["volattach_object.data"]
+    assert bdm["attach_mode"] == "rw" and bdm["device_name"] == "/dev/vdb"
+    assert bdm["attachment_id"]
+
+    status, body, _ = api.detach_volume(server_id, volume_id)
+    assert status == 202, body
+    collector.wait_for("instance.volume_detach.start")
+    _, _, payload = collector.wait_for("instance.volume_detach.end")
+    assert payload["volattach_object.data"]["volume_id"] == volume_id
+
+
+def test_failed_attach_sends_error_notification(api, volumes, collector):
+    server_id = _new_server(api, name="notified-fail")
+    volume_id = _new_volume(volumes)
+    CONF.set_override("fail_operations", ["attach"], group="fake_driver")
     try:
-        server_id = _new_server(api, name="notified")
-        volume_id = _new_volume(volumes)
-        status, body, _ = api.attach_volume(server_id, volume_id)
-        assert status == 200, body
-        start = collector.wait_for("instance.volume_attach.start")
-        priority, _, payload = collector.wait_for("instance.volume_attach.end")
-        assert start[0] == "INFO" and priority == "INFO"
-        data = payload["volattach_object.data"]
-        assert payload["volattach_object.name"] == "InstanceActionVolumePayload"
-        assert data["uuid"] == server_id and data["volume_id"] == volume_id
-        bdm = data["block_devices"][0]["volattach_object.data"]
-        assert bdm["attach_mode"] == "rw" and bdm["device_name"] == "/dev/vdb"
-        assert bdm["attachment_id"]
-
-        status, body, _ = api.detach_volume(server_id, volume_id)
-        assert status == 202, body
-        collector.wait_for("instance.volume_detach.start")
-        _, _, payload = collector.wait_for("instance.volume_detach.end")
-        assert payload["volattach_object.data"]["volume_id"] == volume_id
+        status, _, _ = api.attach_volume(server_id, volume_id)
     finally:
-        listener.stop()
-        listener.wait()
-
-
-def test_failed_attach_sends_error_notification(api, volumes, deployment):
-    import rpc
-    collector = _Collector()
-    listener = messaging.get_notification_listener(
-        rpc.NOTIFICATION_TRANSPORT, [messaging.Target(topic="notifications")],
-        [collector], executor="threading")
-    listener.start()
-    try:
-        server_id = _new_server(api, name="notified-fail")
-        volume_id = _new_volume(volumes)
-        CONF.set_override("fail_operations", ["attach"], group="fake_driver")
-        try:
-            status, _, _ = api.attach_volume(server_id, volume_id)
-        finally:
-            CONF.clear_override("fail_operations", group="fake_driver")
-        assert status == 500
-        priority, _, payload = collector.wait_for("instance.volume_attach.error")
-        assert priority == "ERROR"
-        assert "injected failure" in payload["volattach_object.data"]["fault"]
-    finally:
-        listener.stop()
-        listener.wait()
+        CONF.clear_override("fail_operations", group="fake_driver")
+    assert status == 500
+    priority, _, payload = collector.wait_for("instance.volume_attach.error")
+    assert priority == "ERROR"
+    assert "injected failure" in payload["volattach_object.data"]["fault"]
