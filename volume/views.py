@@ -48,6 +48,15 @@ def volume_attachment(att):
     }
 
 
+def _metadata(vol):
+    """The volume's metadata; like Cinder, the read-only flag shows there as
+    ``readonly: "True"`` (what `openstack volume show` lists)."""
+    metadata = dict(vol["metadata"] or {})
+    if vol.get("readonly"):
+        metadata["readonly"] = "True"
+    return metadata
+
+
 def volume_detail(vol, prefix, version, is_admin, admin_attributes=True):
     """The full volume view.  ``admin_attributes``: add the ``os-vol-*``
     keys for admins (Cinder shows them on GET, not on the create reply)."""
@@ -63,7 +72,7 @@ def volume_detail(vol, prefix, version, is_admin, admin_attributes=True):
         "volume_type": vol["volume_type_name"],
         "snapshot_id": None,
         "source_volid": None,
-        "metadata": vol["metadata"],
+        "metadata": _metadata(vol),
         "links": _links(prefix, vol["project_id"], vol["id"]),
         "user_id": vol["user_id"],
         "bootable": "true" if vol["bootable"] else "false",

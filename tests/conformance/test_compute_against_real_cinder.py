@@ -132,3 +132,64 @@ def test_attach_list_detach_against_real_cinder(api, cinder):
     status, body, _ = cinder.delete_volume(volume_id)
     assert status == 202, body
     cinder.wait_for_volume_deleted(volume_id)
+
+
+@pytest.mark.timeout(900)
+def test_read_only_attach_against_real_cinder(api, cinder):
+    """2.105 ``attach_mode: "ro"`` (asynchronous attach, 202): the conductor
+    creates the attachment with mode ro (Cinder 3.54) and real Cinder's
+    attachment says ``attach_mode: "ro"``; our list at 2.105 too."""
+    status, body, _ = cinder.create_volume(size=1, name="compute-ro")
+    assert status == 202, body
+    volume_id = body["volume"]["id"]
+    cinder.wait_for_volume_status(volume_id, "available")
+
+    status, body, _ = api.create_server(name="ro", networks="none",
+                                        microversion="2.37")
+    assert status == 202, body
+    server_id = body["server"]["id"]
+    api.wait_for_server_status(server_id, "ACTIVE")
+    try:
+        status, body, _ = api.attach_volume(server_id, volume_id,
+                                            microversion="2.105",
+                                            attach_mode="ro")
+        assert status == 202, body
+        assert body is None, body
+        volume = cinder.wait_for_volume_status(volume_id, "in-use")
+        [cinder_att] = volume["attachments"]
+        assert (cinder_att["server_id"], cinder_att["device"]) == (
+            server_id, "/dev/vdb"), volume
+
+        # Real Cinder: the attachment is read-only.
+        status, body, _ = cinder.request(
+            "GET", cinder._path("/attachments/%s"
+                                % cinder_att["attachment_id"]),
+            microversion="3.54")
+        assert status == 200, body
+        attachment = body["attachment"]
+        assert attachment["instance"] == server_id
+        assert attachment["status"] == "attached"
+        assert attachment["attach_mode"] == "ro", attachment
+
+        # Ours at 2.105: the same attachment, read-only.
+        status, body, _ = api.list_volume_attachments(server_id,
+                                                      microversion="2.105")
+        assert status == 200, body
+        assert [(a["volumeId"], a["attachment_id"], a["attach_mode"],
+                 a["device"]) for a in body["volumeAttachments"]] == [
+            (volume_id, attachment["id"], "ro", cinder_att["device"])]
+
+        status, body, _ = api.detach_volume(server_id, volume_id,
+                                            microversion="2.105")
+        assert status == 202, body
+        cinder.wait_for_volume_status(volume_id, "available")
+        api.wait_for_volume_attachment_gone(server_id, volume_id)
+        assert _cinder_attachments(cinder, volume_id) == []
+    finally:
+        status, body, _ = api.delete_server(server_id)
+        assert status == 204, body
+        api.wait_for_server_deleted(server_id)
+
+    status, body, _ = cinder.delete_volume(volume_id)
+    assert status == 202, body
+    cinder.wait_for_volume_deleted(volume_id)

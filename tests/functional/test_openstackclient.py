@@ -97,7 +97,7 @@ def install_openstackclient():
         if _installed(openstack):
             return openstack, None
         python = os.path.join(VENV, "bin", "python")
-        log_path = VENV + "-pip-install.log"
+        log_path = os.path.join(VENV, "pip-install.log")
         try:
             if not os.access(python, os.X_OK):
                 subprocess.run([sys.executable, "-m", "venv", VENV], check=True,
@@ -154,10 +154,11 @@ class OpenStackCLI:
 
 
 @pytest.fixture(scope="module")
-def osc(deployment, tmp_path_factory):
+def osc(request, tmp_path_factory):
     openstack, reason = install_openstackclient()
     if openstack is None:
         _unavailable(reason)
+    deployment = request.getfixturevalue("deployment")  # only once installed
     clouds_yaml = tmp_path_factory.mktemp("osc") / "clouds.yaml"
     clouds_yaml.write_text(CLOUDS_YAML.format(
         token=TOKEN, api=deployment.api_url, volume=deployment.volume_url,

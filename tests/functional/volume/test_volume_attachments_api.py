@@ -351,6 +351,9 @@ def test_readonly_volume_attaches_ro(api):
     r = api.post("/volumes/%s/action" % vol["id"],
                  {"os-update_readonly_flag": {"readonly": True}})
     assert (r.status_code, r.text) == (202, "")
+    # shown as Cinder does, where `openstack volume show` finds it
+    assert api.get("/volumes/%s" % vol["id"]).json["volume"]["metadata"] == {
+        "readonly": "True"}
     r = api.reserve(vol["id"], connector=connector(mode="rw"))
     att = r.json["attachment"]
     assert att["attach_mode"] == "ro"
@@ -358,6 +361,7 @@ def test_readonly_volume_attaches_ro(api):
     api.delete("/attachments/%s" % att["id"])
     api.post("/volumes/%s/action" % vol["id"],
              {"os-update_readonly_flag": {"readonly": False}})
+    assert "readonly" not in api.get("/volumes/%s" % vol["id"]).json["volume"]["metadata"]
     r = api.reserve(vol["id"], connector=connector(mode="rw"))
     assert r.json["attachment"]["attach_mode"] == "rw"
 
