@@ -66,6 +66,11 @@ class Instance(TimestampMixin, Base):
     __table_args__ = (
         Index("instances_project_id_deleted_idx", "project_id", "deleted"),
         Index("instances_host_deleted_idx", "host", "deleted"),
+        # server lists page newest first (created_at DESC, id DESC): an
+        # index serves that order per project and across projects (admin)
+        Index("instances_project_id_deleted_created_at_id_idx",
+              "project_id", "deleted", "created_at", "id"),
+        Index("instances_deleted_created_at_id_idx", "deleted", "created_at", "id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
