@@ -592,6 +592,12 @@ class API:
         self.compute_task_api.shelve_offload_instance(context, instance)
 
     def unshelve(self, context, instance, availability_zone=None, host=None):
+        if instance.vm_state == instance_obj.SHELVED_OFFLOADED:
+            # the compute that receives it must honour its read-only volumes
+            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context,
+                                                                       instance.uuid)
+            if any(b.is_volume and b.attach_mode == "ro" for b in bdms):
+                self._check_read_only_computes(context)
         self._start_action(context, instance, "unshelve")
         if instance.vm_state == instance_obj.SHELVED_OFFLOADED and (availability_zone or host):
             instance.availability_zone = ("%s:%s" % (availability_zone or "nova", host)

@@ -6,6 +6,13 @@ are read and saved through the conductor (``indirection_api``); there is no
 database and no Cinder client here.  Every failure leaves the host as it
 was before the call (a connected volume whose attach failed is disconnected)
 and is raised to the conductor, which owns the rollback of the workflow.
+
+Host connections go through ``compute.connections``: connect and disconnect
+of a volume run under the lock of its target (after the instance lock, one
+target lock at a time), and a shared target is disconnected only by the
+last attachment of this host that uses it.  ``HostConnections.rebuild``
+recounts them from the block-device mappings when the service starts
+(``volattach.launch``).
 """
 import logging
 import uuid as uuidlib
@@ -13,6 +20,7 @@ import uuid as uuidlib
 import oslo_messaging as messaging
 
 import objects
+from compute import connections as host_connections
 from compute import locks
 from volattach import exception
 from volattach.conf import CONF
@@ -33,6 +41,22 @@ class ComputeManager:
     def __init__(self, host, driver):
         self.host = host
         self.driver = driver
+        self.connections = host_connections.HostConnections(host)
+
+    # -- host connections (under the target's lock) ---------------------------------
+    def _connect(self, connection_info, instance, bdm=None):
+        self.connections.connect(
+            connection_info,
+            lambda: self.driver.connect_volume(connection_info, instance),
+            fallback=bdm.uuid if bdm is not None else None)
+
+    def _disconnect(self, connection_info, instance, bdm=None):
+        def disconnect(last):
+            self.driver.disconnect_volume(connection_info, instance,
+                                          disconnect_target=last)
+        return self.connections.disconnect(
+            connection_info, disconnect,
+            fallback=bdm.uuid if bdm is not None else None)
 
     # -- device names -----------------------------------------------------------
     def reserve_block_device_name(self, context, instance, device, volume_id,
@@ -63,14 +87,14 @@ class ComputeManager:
         (read-only when ``attach_mode`` is ``ro``; compute RPC 1.2)."""
         with locks.lock(instance.uuid):
             connection_info = bdm.get_connection_info()
-            self.driver.connect_volume(connection_info, instance)
+            self._connect(connection_info, instance, bdm)
             try:
                 self.driver.attach_volume(instance, connection_info, bdm.device_name,
                                           mode=attach_mode or _mode(bdm))
             except Exception:
                 LOG.exception("attach of volume %s to %s failed; disconnecting",
                               bdm.volume_id, instance.uuid)
-                self._safe_disconnect(connection_info, instance)
+                self._safe_disconnect(connection_info, instance, bdm)
                 raise
 
     def detach_volume(self, context, instance, bdm):
@@ -79,14 +103,14 @@ class ComputeManager:
             connection_info = bdm.get_connection_info()
             self.driver.detach_volume(instance, connection_info, bdm.device_name)
             if connection_info:
-                self.driver.disconnect_volume(connection_info, instance)
+                self._disconnect(connection_info, instance, bdm)
 
     def swap_volume(self, context, instance, bdm, new_connection_info):
         """Connect the new volume, swap it in at the BDM's device, disconnect
         the old one.  On failure the old volume stays plugged."""
         with locks.lock(instance.uuid):
             old_connection_info = bdm.get_connection_info()
-            self.driver.connect_volume(new_connection_info, instance)
+            self._connect(new_connection_info, instance)
             try:
                 self.driver.swap_volume(instance, old_connection_info,
                                         new_connection_info, bdm.device_name)
@@ -94,7 +118,7 @@ class ComputeManager:
                 self._safe_disconnect(new_connection_info, instance)
                 raise
             if old_connection_info:
-                self._safe_disconnect(old_connection_info, instance)
+                self._safe_disconnect(old_connection_info, instance, bdm)
 
     def assign_device_names(self, context, instance, bdms):
         """Name the devices of volumes attached while the server was
@@ -109,9 +133,9 @@ class ComputeManager:
                     bdm.save()
             return bdms
 
-    def _safe_disconnect(self, connection_info, instance):
+    def _safe_disconnect(self, connection_info, instance, bdm=None):
         try:
-            self.driver.disconnect_volume(connection_info, instance)
+            self._disconnect(connection_info, instance, bdm)
         except Exception:
             LOG.exception("disconnect during rollback failed")
 
@@ -126,15 +150,15 @@ class ComputeManager:
                     if not bdm.is_volume:
                         continue
                     info = bdm.get_connection_info()
-                    self.driver.connect_volume(info, instance)
-                    connected.append(info)
+                    self._connect(info, instance, bdm)
+                    connected.append((info, bdm))
                     block_device_info.append({"device_name": bdm.device_name,
                                               "connection_info": info,
                                               "mode": _mode(bdm)})
                 self.driver.spawn(instance, block_device_info)
             except Exception:
-                for info in connected:
-                    self._safe_disconnect(info, instance)
+                for info, bdm in connected:
+                    self._safe_disconnect(info, instance, bdm)
                 raise
 
     def terminate_instance(self, context, instance, bdms):
@@ -143,7 +167,7 @@ class ComputeManager:
             self.driver.destroy(instance)
             for bdm in bdms:
                 if bdm.is_volume and bdm.connection_info:
-                    self._safe_disconnect(bdm.get_connection_info(), instance)
+                    self._safe_disconnect(bdm.get_connection_info(), instance, bdm)
 
     def power_off_instance(self, context, instance):
         with locks.lock(instance.uuid):

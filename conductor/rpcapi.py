@@ -20,11 +20,16 @@ version history:
 A caller capped below a method's version gets ConductorTooOld (the API
 answers 503) instead of sending a message the conductor cannot dispatch.
 """
+import logging
+
 import oslo_messaging as messaging
+from oslo_versionedobjects import base as ovo_base
 
 import rpc
 from volattach import exception
 from volattach.conf import CONF
+
+LOG = logging.getLogger(__name__)
 
 TOPIC = "conductor"
 TASK_TOPIC = "conductor_compute_task"
@@ -55,6 +60,29 @@ class ConductorAPI:
         return self.client.prepare().call(
             context, "object_backport_versions", objinst=objinst,
             object_versions=object_versions)
+
+    READY_TIMEOUT = 5  # seconds per attempt of wait_until_ready
+    READY_ATTEMPTS = 12
+
+    def wait_until_ready(self, context):
+        """Return once a conductor answers (or after READY_ATTEMPTS tries).
+
+        A call published before any conductor has declared its queue (a
+        compute starting beside its conductor) is dropped by the broker and
+        would wait out the whole ``rpc_response_timeout`` (60 s): ask a cheap
+        question with a short timeout until one answers.
+        """
+        for attempt in range(1, self.READY_ATTEMPTS + 1):
+            try:
+                self.client.prepare(timeout=self.READY_TIMEOUT).call(
+                    context, "object_class_action_versions", objname="Service",
+                    objmethod="get_minimum_version",
+                    object_versions=ovo_base.obj_tree_get_versions("Service"),
+                    args=("volattach-conductor",), kwargs={})
+                return
+            except messaging.MessagingTimeout:
+                LOG.warning("no conductor answered in %ss (attempt %d of %d)",
+                            self.READY_TIMEOUT, attempt, self.READY_ATTEMPTS)
 
 
 class ComputeTaskAPI:

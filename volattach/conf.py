@@ -129,6 +129,25 @@ fake_driver_opts = [
                      "spawn, destroy, swap."),
     cfg.StrOpt("device_prefix", default="vd",
                help="Guest device name prefix (vd -> /dev/vdb ...)."),
+    cfg.StrOpt("stats_file",
+               help="For tests: a JSON file the fake driver rewrites with "
+                    "its counters (connects, disconnects, targets, lost "
+                    "connections) on every connect and disconnect."),
+]
+
+conductor_opts = [
+    cfg.IntOpt("reconcile_interval", default=300, min=0,
+               help="Seconds between two passes of the conductor's attachment "
+                    "reconciliation (orphan attachments, orphan block-device "
+                    "records, volumes stuck reserved/attaching/detaching); 0 "
+                    "disables the periodic pass (volattach-manage attachments "
+                    "reconcile still runs one by hand)."),
+    cfg.IntOpt("reconcile_grace_period", default=600, min=0,
+               help="Seconds a drift must be old before the reconciliation "
+                    "repairs it: attachments, records and volume statuses "
+                    "changed more recently are left to the workflow that may "
+                    "still be running on them.  Keep it well above the "
+                    "longest attach, detach or swap (RPC timeouts included)."),
 ]
 
 upgrade_levels_opts = [
@@ -180,6 +199,7 @@ _GROUPS = [
     ("cinder", cinder_opts),
     ("compute", compute_opts),
     ("fake_driver", fake_driver_opts),
+    ("conductor", conductor_opts),
     ("upgrade_levels", upgrade_levels_opts),
     ("volume", volume_opts),
     ("all", all_opts),

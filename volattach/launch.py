@@ -6,7 +6,9 @@ from compute import manager as compute_manager
 from compute import rpcapi as compute_rpcapi
 from compute import virt
 from conductor import manager as conductor_manager
+from conductor import reconcile
 from conductor import rpcapi as conductor_rpcapi
+from volattach import context as volattach_context
 from volattach import service
 from volattach.conf import CONF
 
@@ -18,12 +20,24 @@ def conductor_service(host=None, volume_api=None):
         endpoints=[conductor_manager.ConductorManager()],
         rpc_version=conductor_rpcapi.ComputeTaskAPI.VERSION)
     svc.task_manager = conductor_manager.ComputeTaskManager(volume_api=volume_api)
+    # drift repair (conductor/reconcile.py): a daemon thread, one pass every
+    # [conductor] reconcile_interval seconds on the leading conductor
+    svc.reconciler = reconcile.PeriodicReconciler(
+        svc.host, svc.task_manager.volume_api, svc.task_manager.compute_rpcapi,
+        CONF.conductor.reconcile_interval, CONF.conductor.reconcile_grace_period)
     original_start = svc.start
+    original_stop = svc.stop
 
     def start():
         original_start()
         svc.add_server(conductor_rpcapi.TASK_TOPIC, [svc.task_manager])
+        svc.reconciler.start()
+
+    def stop():
+        svc.reconciler.stop()
+        original_stop()
     svc.start = start
+    svc.stop = stop
     return svc
 
 
@@ -45,4 +59,16 @@ def compute_service(host=None, in_process_with_conductor=False):
         indirection_api=indirection_api if in_process_with_conductor else None)
     svc.manager = manager
     svc.driver = driver
+    original_register = svc.register
+
+    def register():
+        # before the RPC server starts: count the host connections in use
+        record = original_register()
+        if not getattr(svc, "host_initialized", False):
+            with svc._scope():
+                manager.connections.rebuild(
+                    volattach_context.get_admin_context())
+            svc.host_initialized = True
+        return record
+    svc.register = register
     return svc

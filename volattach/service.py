@@ -71,6 +71,10 @@ class Service:
     def register(self):
         ctxt = volattach_context.get_admin_context()
         with self._scope():
+            # through the conductor (a compute): wait until one answers
+            indirection_api = objects_base.VolattachObject.indirection_api
+            if hasattr(indirection_api, "wait_until_ready"):
+                indirection_api.wait_until_ready(ctxt)
             record = objects.Service.get_by_host_and_binary(ctxt, self.host, self.binary)
             if record is None:
                 record = objects.Service(ctxt, uuid=str(uuidlib.uuid4()), host=self.host,

@@ -387,9 +387,12 @@ class VolumeAPI:
             return []
 
     def attachment_list(self, ctx, volume_id=None, instance_id=None,
-                        detail=False):
+                        detail=False, all_tenants=False):
+        """Attachments (``all_tenants``: of every project; admin)."""
         params = {key: value for key, value in (
             ("volume_id", volume_id), ("instance_id", instance_id)) if value}
+        if all_tenants:
+            params["all_tenants"] = 1
         path = "/attachments/detail" if detail else "/attachments"
         return self._request(ctx, "GET", path, ATTACHMENT_MV,
                              params=params).json()["attachments"]

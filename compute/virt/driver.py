@@ -2,7 +2,9 @@
 
 Every method is host-local.  ``connect_volume``/``disconnect_volume`` are the
 host side of a volume connection (os-brick's job on a real host); attach and
-detach put the connected device into the guest and take it out.
+detach put the connected device into the guest and take it out.  The compute
+manager calls connect/disconnect under the lock of the volume's target and
+tells the driver whether the target's host connection may be closed.
 """
 import abc
 
@@ -30,11 +32,16 @@ class ComputeDriver(abc.ABC):
 
     @abc.abstractmethod
     def connect_volume(self, connection_info, instance):
-        """Make the volume's device appear on this host."""
+        """Make the volume's device appear on this host, connecting its
+        target first when the host is not connected to it yet."""
 
     @abc.abstractmethod
-    def disconnect_volume(self, connection_info, instance):
-        """Remove the volume's host device (idempotent)."""
+    def disconnect_volume(self, connection_info, instance,
+                          disconnect_target=True):
+        """Remove the volume's host device (idempotent); close the host
+        connection to its target only when ``disconnect_target`` (the
+        compute passes False while other attachments of this host still
+        use a shared target: see ``compute.connections``)."""
 
     @abc.abstractmethod
     def attach_volume(self, instance, connection_info, device_name, mode="rw"):

@@ -4,10 +4,24 @@ Latency per operation and injected failures come from ``[fake_driver]``.  The
 fake host keeps which devices each guest has and which volume connections
 the host holds, and counts connects and disconnects, so tests can check that
 nothing is left connected.
+
+It also models the *physical* host connections to targets (one iSCSI
+session per target, shared by every volume behind it: ``[volume]
+shared_targets``): ``connect_volume`` logs in to the target only when the
+host is not connected to it yet, ``disconnect_volume(...,
+disconnect_target=True)`` logs out.  Logging out of a target that another
+attachment of this host still uses loses that attachment's connection: it is
+recorded in ``lost_connections`` (tests assert that list stays empty), and a
+target left connected with no user shows in ``stats()["targets"]``.  With
+``[fake_driver] stats_file`` set, ``stats()`` is written to that JSON file on
+every change (how tests read the counters of a compute daemon).
 """
+import json
+import os
 import threading
 import time
 
+from compute import connections as host_connections
 from compute.virt import driver
 from volattach import exception
 from volattach.conf import CONF
@@ -35,6 +49,13 @@ class FakeDriver(driver.ComputeDriver):
         self.connections = {}     # connection key -> connection_info
         self.connects = 0
         self.disconnects = 0
+        # the physical model: target key -> connection keys using it
+        self.targets = {}
+        self.target_connects = 0      # logins to a target
+        self.target_disconnects = 0   # logouts of a target
+        self.target_reuses = 0        # connects that found the target connected
+        self.max_target_users = 0
+        self.lost_connections = []    # {"target", "attachments"} per bad logout
 
     # -- helpers --------------------------------------------------------------
     def _step(self, operation):
@@ -97,15 +118,53 @@ class FakeDriver(driver.ComputeDriver):
 
     def connect_volume(self, connection_info, instance):
         self._step("connect")
+        key = self._connection_key(connection_info)
+        target = host_connections.target_key(connection_info, key)
         with self._lock:
-            self.connections[self._connection_key(connection_info)] = connection_info
+            users = self.targets.get(target)
+            if users is None:
+                users = self.targets[target] = set()
+                self.target_connects += 1
+            else:
+                self.target_reuses += 1
+            users.add(key)
+            self.max_target_users = max(self.max_target_users, len(users))
+            self.connections[key] = connection_info
             self.connects += 1
+            self._write_stats()
 
-    def disconnect_volume(self, connection_info, instance):
+    def disconnect_volume(self, connection_info, instance,
+                          disconnect_target=True):
         self._step("disconnect")
+        key = self._connection_key(connection_info)
+        target = host_connections.target_key(connection_info, key)
         with self._lock:
-            if self.connections.pop(self._connection_key(connection_info), None) is not None:
+            if self.connections.pop(key, None) is not None:
                 self.disconnects += 1
+            users = self.targets.get(target)
+            if users is not None:
+                users.discard(key)
+                if disconnect_target:
+                    if users:
+                        # the logout takes every other LUN of the session
+                        self.lost_connections.append(
+                            {"target": target, "attachments": sorted(users)})
+                        for lost in users:
+                            self.connections.pop(lost, None)
+                    del self.targets[target]
+                    self.target_disconnects += 1
+            self._write_stats()
+
+    def _write_stats(self):
+        """Write the counters to ``[fake_driver] stats_file`` (under the
+        driver lock, so the file always holds the latest state)."""
+        path = CONF.fake_driver.stats_file
+        if not path:
+            return
+        tmp = "%s.%d.tmp" % (path, os.getpid())
+        with open(tmp, "w") as f:
+            json.dump(self._stats(), f)
+        os.replace(tmp, path)
 
     def attach_volume(self, instance, connection_info, device_name, mode="rw"):
         self._step("attach")
@@ -157,6 +216,18 @@ class FakeDriver(driver.ComputeDriver):
 
     def stats(self):
         with self._lock:
-            return {"connects": self.connects, "disconnects": self.disconnects,
-                    "connections": len(self.connections),
-                    "guests": len(self.guests)}
+            return self._stats()
+
+    def _stats(self):
+        return {"host": self.host,
+                "connects": self.connects, "disconnects": self.disconnects,
+                "connections": len(self.connections),
+                "connected": sorted(self.connections),
+                "guests": len(self.guests),
+                "targets": len(self.targets),
+                "target_users": {k: len(v) for k, v in self.targets.items()},
+                "target_connects": self.target_connects,
+                "target_disconnects": self.target_disconnects,
+                "target_reuses": self.target_reuses,
+                "max_target_users": self.max_target_users,
+                "lost_connections": list(self.lost_connections)}

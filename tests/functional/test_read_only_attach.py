@@ -245,3 +245,40 @@ def _resources(app):
         if node.resource is not None:
             yield node.resource
         stack.extend(node.children or [])
+
+
+def test_unshelve_with_a_read_only_volume_needs_a_new_compute(api, admin_api, volumes,
+                                                              deployment):
+    """An offloaded server with a read-only volume: unshelve is 409 while no
+    compute honours read-only attachments, and lands ro once one does."""
+    from db import api as db_api
+    server_id = _new_server(api, name="unshelve-ro")
+    volume_id = _new_volume(volumes)
+    status, body, _ = api.attach_volume(server_id, volume_id, microversion=MV,
+                                        attach_mode="ro")
+    assert status == 202, body
+    _wait_attached(api, volumes, server_id, volume_id)
+    status, body, _ = api.request("POST", "/servers/%s/action" % server_id,
+                                  {"shelve": None}, microversion=MV)
+    assert status == 202, body
+    api.wait_for_server_status(server_id, "SHELVED_OFFLOADED")
+    computes = db_api.service_get_all(binary="volattach-compute")
+    for service in computes:
+        db_api.service_update(service["id"], {"version": 2})
+    try:
+        status, body, _ = api.request("POST", "/servers/%s/action" % server_id,
+                                      {"unshelve": None}, microversion=MV)
+        assert status == 409, body
+        status, body, _ = api.show_server(server_id, microversion=MV)
+        assert body["server"]["status"] == "SHELVED_OFFLOADED"
+        assert body["server"]["OS-EXT-STS:task_state"] is None
+    finally:
+        for service in computes:
+            db_api.service_update(service["id"], {"version": service["version"]})
+    status, body, _ = api.request("POST", "/servers/%s/action" % server_id,
+                                  {"unshelve": None}, microversion=MV)
+    assert status == 202, body
+    api.wait_for_server_status(server_id, "ACTIVE")
+    attachment = _wait_attached(api, volumes, server_id, volume_id)
+    assert attachment["attach_mode"] == "ro"
+    assert _guest_mode(deployment, server_id, attachment["device"]) == "ro"

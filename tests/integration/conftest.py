@@ -23,9 +23,16 @@ both.  ``VOLATTACH_TEST_KEEP=1`` keeps the databases and virtual host;
 ``VOLATTACH_TEST_START_TIMEOUT`` (seconds, default 120) bounds start-up;
 ``VOLATTACH_TEST_BIN_DIR`` takes the daemons from another bin directory
 (default: the one of the running Python).
+
+A test module that needs a deployment of its own (other daemons, e.g. a
+compute of an older release) builds one with ``running_deployment(workdir,
+daemons=...)``; ``Deployment.add_daemon`` defines one more daemon, from any
+bin directory, with its own config override, to ``start`` when wanted.
+
 When a test that used the deployment fails, the tail of every daemon's log
 is printed at the end of the run.
 """
+import contextlib
 import datetime
 import os
 import pathlib
@@ -78,6 +85,11 @@ class DeploymentError(Exception):
 
 
 def _console_script(name):
+    if os.path.isabs(name):
+        # a daemon of another installation (Deployment.add_daemon)
+        if not os.path.exists(name):
+            raise DeploymentError(f"{name} not found")
+        return name
     # VOLATTACH_TEST_BIN_DIR: take the daemons from another installation.
     bindir = os.environ.get("VOLATTACH_TEST_BIN_DIR")
     candidate = pathlib.Path(bindir or pathlib.Path(sys.executable).parent) / name
@@ -259,11 +271,14 @@ class Deployment:
     ``volume_url`` (http://127.0.0.1:<port>, no /v3), ``conf_path`` (the base
     config file), ``conf_files`` (name -> list of config files of that
     daemon), ``processes`` (name -> Popen), ``log_dir``, ``transport_url``,
-    ``database_url``, ``volume_database_url``.
+    ``database_url``, ``volume_database_url``, ``daemons`` (name ->
+    (console script, extra config file names), by default ``DAEMONS``) and
+    ``compute_hosts`` (compute daemon name -> its host: readiness waits for
+    these in os-services).
     """
 
     def __init__(self, workdir, transport_url, control_exchange,
-                 database_url, volume_database_url):
+                 database_url, volume_database_url, daemons=None):
         self.workdir = pathlib.Path(workdir)
         self.log_dir = str(self.workdir / "logs")
         os.makedirs(self.log_dir, exist_ok=True)
@@ -281,6 +296,11 @@ class Deployment:
         self.conf_files = {}
         self.processes = {}
         self._log_files = {}
+        self.daemons = dict(DAEMONS if daemons is None else daemons)
+        self.compute_hosts = {
+            name: extra[0].rsplit(".", 1)[0]
+            for name, (script, extra) in self.daemons.items()
+            if script == "volattach-compute" and extra}
 
     # configuration
 
@@ -304,7 +324,7 @@ class Deployment:
             "cinder": {"endpoint": f"{self.volume_url}/v3",
                        "retry_seconds": 10},
         })
-        for name, (_, extra) in DAEMONS.items():
+        for name, (_, extra) in self.daemons.items():
             files = [self.conf_path]
             for extra_name in extra:
                 host = extra_name.rsplit(".", 1)[0]
@@ -312,6 +332,28 @@ class Deployment:
                 _write_conf(path, {"compute": {"host": host}})
                 files.append(str(path))
             self.conf_files[name] = files
+
+    def add_daemon(self, name, script, bin_dir=None, overrides=None):
+        """Define (or redefine) daemon ``name``: console script ``script``
+        from ``bin_dir`` (default: where the others come from), with the
+        base config file plus ``<name>.conf`` holding ``overrides``
+        ({section: {option: value}}).  Not started: ``start(name)``.  A
+        ``volattach-compute`` with ``[compute] host`` counts for readiness.
+        """
+        if bin_dir is not None:
+            script = str(pathlib.Path(bin_dir) / script)
+        files = [self.conf_path]
+        if overrides:
+            path = self.workdir / f"{name}.conf"
+            _write_conf(path, overrides)
+            files.append(str(path))
+        self.daemons[name] = (script, ())
+        self.conf_files[name] = files
+        host = (overrides or {}).get("compute", {}).get("host")
+        if os.path.basename(script) == "volattach-compute" and host:
+            self.compute_hosts[name] = host
+        else:
+            self.compute_hosts.pop(name, None)
 
     def _config_args(self, name):
         args = []
@@ -321,6 +363,9 @@ class Deployment:
 
     def _env(self, name):
         env = dict(os.environ)
+        if os.path.isabs(self.daemons.get(name, ("",))[0]):
+            # another installation must import its own code
+            env.pop("PYTHONPATH", None)
         env["PYTHONUNBUFFERED"] = "1"
         env["VOLATTACH_CONFIG_FILE"] = self.conf_path
         # gunicorn's control socket defaults to one path per user: give
@@ -356,7 +401,7 @@ class Deployment:
         proc = self.processes.get(name)
         if proc is not None and proc.poll() is None:
             raise DeploymentError(f"{name} is already running")
-        script, _ = DAEMONS[name]
+        script, _ = self.daemons[name]
         cmd = [_console_script(script), *self._config_args(name)]
         log = open(self.log_path(name), "ab")
         log.write(f"=== {time.strftime('%H:%M:%S')} starting "
@@ -374,7 +419,7 @@ class Deployment:
         return self.processes[name]
 
     def start_all(self):
-        for name in DAEMONS:
+        for name in self.daemons:
             self.start(name)
 
     def _killpg(self, proc, sig):
@@ -470,15 +515,17 @@ class Deployment:
         missing = []
         if not any(binary == "conductor" for binary, _ in up):
             missing.append("a conductor")
-        missing += [f"compute {host}" for host in COMPUTE_HOSTS
+        missing += [f"compute {host}" for host in self.compute_hosts.values()
                     if ("compute", host) not in up]
         if missing:
             return f"not up in os-services: {', '.join(missing)} ({services})"
-        if fresh in ("conductor", *COMPUTE_HOSTS) and since is not None:
+        if (fresh == "conductor" or fresh in self.compute_hosts) \
+                and since is not None:
             binary = "conductor" if fresh == "conductor" else "compute"
             rows = [s for s in services
                     if s.get("binary", "").endswith("-" + binary)
-                    and (binary == "conductor" or s.get("host") == fresh)]
+                    and (binary == "conductor"
+                         or s.get("host") == self.compute_hosts[fresh])]
             if not any(_timestamp(s.get("updated_at")) >= since - 1
                        for s in rows):
                 return f"no heartbeat of the restarted {fresh} yet ({rows})"
@@ -505,7 +552,7 @@ class Deployment:
 
     def logs_report(self, lines=LOG_TAIL_LINES):
         parts = []
-        for name in ["manage", *DAEMONS]:
+        for name in ["manage", *self.daemons]:
             path = self.log_path(name)
             if os.path.exists(path):
                 parts.append(f"----- {path} (last {lines} lines)\n"
@@ -513,15 +560,16 @@ class Deployment:
         return "\n".join(parts)
 
 
-@pytest.fixture(scope="session")
-def deployment(tmp_path_factory):
-    """The multi-process deployment of this test session (see module doc)."""
+@contextlib.contextmanager
+def running_deployment(workdir, daemons=None):
+    """A ready deployment with databases and a virtual host of its own in
+    ``workdir`` (see module doc), torn down on exit; ``daemons`` replaces
+    ``DAEMONS``."""
     rabbit_url = utils.require_env(utils.RABBIT_URL_ENV,
                                    "the integration deployment")
     pg_url = utils.require_env(utils.PG_URL_ENV, "the integration deployment")
     keep = os.environ.get("VOLATTACH_TEST_KEEP") == "1"
     run_id = f"{NAME_PREFIX}{int(time.time())}_{uuid.uuid4().hex[:8]}"
-    workdir = tmp_path_factory.mktemp("deployment")
 
     databases = PostgresDatabases(pg_url)
     vhost = RabbitVhost(rabbit_url, run_id)
@@ -532,7 +580,7 @@ def deployment(tmp_path_factory):
         volume_database_url = databases.create(run_id + "_volume")
         transport_url = vhost.create()
         dep = Deployment(workdir, transport_url, run_id, database_url,
-                         volume_database_url)
+                         volume_database_url, daemons=daemons)
         dep.write_config()
         for command in MANAGE_COMMANDS:
             result = dep.manage(*command)
@@ -554,6 +602,13 @@ def deployment(tmp_path_factory):
         if not keep:
             _best_effort(vhost.delete)
             _best_effort(databases.drop_all)
+
+
+@pytest.fixture(scope="session")
+def deployment(tmp_path_factory):
+    """The multi-process deployment of this test session (see module doc)."""
+    with running_deployment(tmp_path_factory.mktemp("deployment")) as dep:
+        yield dep
 
 
 def _best_effort(cleanup):
@@ -578,7 +633,8 @@ def pytest_collection_modifyitems(config, items):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if report.failed and "deployment" in getattr(item, "fixturenames", ()):
+    if report.failed and any(name.endswith("deployment") for name in
+                             getattr(item, "fixturenames", ())):
         if item.nodeid not in _FAILED_TESTS:
             _FAILED_TESTS.append(item.nodeid)
 

@@ -3,6 +3,8 @@
     volattach-manage [--config-file F] db sync       migrate the compute and volume databases
     volattach-manage [--config-file F] db version    print the schema revisions
     volattach-manage [--config-file F] service list  print every registered service
+    volattach-manage [--config-file F] attachments reconcile [--dry-run] [--grace-seconds N]
+                                                     one drift-repair pass (conductor/reconcile.py)
 """
 import sys
 
@@ -21,6 +23,23 @@ def _add_parsers(subparsers):
     service_actions = service.add_subparsers(dest="action")
     service_actions.required = True
     service_actions.add_parser("list", help="list the services and whether they are up")
+    attachments = subparsers.add_parser("attachments",
+                                        help="volume attachments of the servers")
+    attachment_actions = attachments.add_subparsers(dest="action")
+    attachment_actions.required = True
+    reconcile = attachment_actions.add_parser(
+        "reconcile", help="find and repair orphan attachments, orphan "
+                          "block-device records and stuck volumes (the "
+                          "conductor's periodic pass, by hand)")
+    reconcile.add_argument("--dry-run", action="store_true",
+                           help="report what would be repaired, change nothing")
+    reconcile.add_argument("--grace-seconds", type=int, default=None,
+                           help="leave alone what changed less than this many "
+                                "seconds ago (default: [conductor] "
+                                "reconcile_grace_period)")
+    reconcile.add_argument("--no-unplug", action="store_true",
+                           help="do not ask computes (over RPC) to unplug "
+                                "half-attached volumes before rolling them back")
 
 
 def _volume_migration():
@@ -66,16 +85,63 @@ def service_list(conf, out=sys.stdout):
     out.write(line + "\n")
 
 
+def _table(rows, out):
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    out.write(line + "\n")
+    for index, row in enumerate(rows):
+        out.write("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |\n")
+        if index == 0:
+            out.write(line + "\n")
+    out.write(line + "\n")
+
+
+def attachments_reconcile(conf, out=sys.stdout, volume_api=None):
+    """One reconciliation pass; prints what it found and did.  Exit status
+    1 when a repair failed."""
+    import objects
+    from conductor import reconcile
+    from volattach import context as volattach_context
+    objects.register_all()
+    if volume_api is None:
+        from volume import cinder
+        volume_api = cinder.VolumeAPI()
+    compute_rpcapi = None
+    if not conf.category.no_unplug:
+        import rpc
+        from compute import rpcapi
+        rpc.init(conf)
+        compute_rpcapi = rpcapi.ComputeAPI()
+    grace = conf.category.grace_seconds
+    if grace is None:
+        grace = conf.conductor.reconcile_grace_period
+    report = reconcile.reconcile(volattach_context.get_admin_context(),
+                                 volume_api, grace,
+                                 dry_run=conf.category.dry_run,
+                                 compute_rpcapi=compute_rpcapi)
+    rows = [("Kind", "Volume", "Server", "Attachment", "Found", "Action",
+             "Outcome")]
+    for item in report.items:
+        outcome = item.outcome + (" (%s)" % item.error if item.error else "")
+        rows.append((item.kind, item.volume_id or "-", item.instance_uuid or "-",
+                     item.attachment_id or "-", item.found, item.action, outcome))
+    if len(rows) > 1:
+        _table(rows, out)
+    out.write("%s(grace %ss): %s\n" % ("dry run " if report.dry_run else "",
+                                        grace, report.summary()))
+    return 1 if report.failed else 0
+
+
 COMMANDS = {("db", "sync"): db_sync, ("db", "version"): db_version,
-            ("service", "list"): service_list}
+            ("service", "list"): service_list,
+            ("attachments", "reconcile"): attachments_reconcile}
 
 
 def main(argv=None):
     conf = volattach_conf.CONF
     conf.register_cli_opt(cfg.SubCommandOpt("category", handler=_add_parsers))
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
-    COMMANDS[(conf.category.name, conf.category.action)](conf)
-    return 0
+    return COMMANDS[(conf.category.name, conf.category.action)](conf) or 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,369 @@
+"""Classification and repair of one reconciliation pass
+(conductor/reconcile.py), with a fake database and a fake volume API."""
+import datetime
+from unittest import mock
+
+import pytest
+
+import volattach  # noqa: F401
+import objects
+from conductor import reconcile
+from volattach import exception
+
+objects.register_all()
+
+NOW = datetime.datetime(2026, 1, 1, 12, 0, 0)
+OLD = NOW - datetime.timedelta(hours=1)
+FRESH = NOW - datetime.timedelta(seconds=5)
+GRACE = 600
+
+
+def iso(value):
+    return value.isoformat()
+
+
+class FakeDB:
+    def __init__(self):
+        self.instances = {}
+        self.bdms = {}
+
+    def add_instance(self, uuid, deleted=False, task_state=None,
+                     vm_state="active", host="compute1"):
+        self.instances[uuid] = {"uuid": uuid, "deleted": 7 if deleted else 0,
+                                "task_state": task_state, "vm_state": vm_state,
+                                "host": host}
+
+    def add_bdm(self, bdm_id, instance_uuid, volume_id, attachment_id,
+                changed=OLD):
+        self.bdms[bdm_id] = {"id": bdm_id, "uuid": "bdm-%s" % bdm_id,
+                             "instance_uuid": instance_uuid,
+                             "volume_id": volume_id,
+                             "attachment_id": attachment_id,
+                             "destination_type": "volume",
+                             "created_at": changed, "updated_at": None}
+
+    # the db.api functions reconcile uses
+    def instance_get_by_uuid(self, uuid, read_deleted=False):
+        if uuid not in self.instances:
+            raise exception.InstanceNotFound(instance_id=uuid)
+        return dict(self.instances[uuid])
+
+    def bdm_get_all_volume_bdms(self):
+        return [dict(b) for b in self.bdms.values()]
+
+    def bdm_get_by_volume(self, volume_id):
+        return [dict(b) for b in self.bdms.values()
+                if b["volume_id"] == volume_id]
+
+    def bdm_destroy(self, bdm_id):
+        self.bdms.pop(bdm_id, None)
+
+
+class FakeVolumes:
+    """Enough of volume.cinder.VolumeAPI: volumes, attachments, and the
+    status rules of the volume service."""
+
+    def __init__(self):
+        self.volumes = {}
+        self.attachments = {}
+        self.calls = []
+
+    def add_volume(self, vid, status="available", changed=OLD):
+        self.volumes[vid] = {"id": vid, "status": status,
+                             "created_at": iso(OLD), "updated_at": iso(changed)}
+
+    def add_attachment(self, aid, vid, instance, status="attached"):
+        self.attachments[aid] = {"id": aid, "volume_id": vid,
+                                 "instance": instance, "status": status,
+                                 "attached_at": ""}
+        self._derive(vid)
+
+    def _derive(self, vid):
+        from volume import states
+        self.volumes[vid]["status"] = states.status_from_attachments(
+            a["status"] for a in self.attachments.values()
+            if a["volume_id"] == vid)
+
+    def list_volumes(self, ctx, detail=True, all_tenants=False):
+        assert all_tenants
+        return [dict(v) for v in self.volumes.values()]
+
+    def get(self, ctx, vid):
+        return dict(self.volumes[vid])
+
+    def attachment_list(self, ctx, volume_id=None, instance_id=None,
+                        detail=False, all_tenants=False):
+        assert all_tenants
+        return [dict(a) for a in self.attachments.values()
+                if volume_id in (None, a["volume_id"])]
+
+    def attachment_get(self, ctx, aid):
+        if aid not in self.attachments:
+            raise exception.VolumeAttachmentNotFound(attachment_id=aid)
+        return dict(self.attachments[aid])
+
+    def attachment_delete(self, ctx, aid):
+        self.calls.append(("attachment_delete", aid))
+        att = self.attachments.pop(aid, None)
+        if att is None:
+            raise exception.VolumeAttachmentNotFound(attachment_id=aid)
+        self._derive(att["volume_id"])
+
+    def roll_detaching(self, ctx, vid):
+        self.calls.append(("roll_detaching", vid))
+        if self.volumes[vid]["status"] == "detaching":
+            self.volumes[vid]["status"] = "in-use"
+
+    def reset_volume_status(self, ctx, vid, status=None, attach_status=None,
+                            migration_status=None):
+        self.calls.append(("reset_volume_status", vid, status))
+        self.volumes[vid]["status"] = status
+
+
+@pytest.fixture
+def world():
+    db, volumes = FakeDB(), FakeVolumes()
+    with mock.patch.object(reconcile, "db_api", db), \
+            mock.patch.object(reconcile.objects, "InstanceActionEvent") as events:
+        world = mock.Mock(db=db, volumes=volumes, events=events)
+        yield world
+
+
+def run(world, grace=GRACE, dry_run=False, compute=None):
+    return reconcile.reconcile(mock.Mock(), world.volumes, grace,
+                               dry_run=dry_run, compute_rpcapi=compute,
+                               now=NOW)
+
+
+def kinds(report, outcome):
+    return sorted((i.kind, i.volume_id) for i in report.of(outcome))
+
+
+def test_consistent_world_has_no_drift(world):
+    world.db.add_instance("i1")
+    world.volumes.add_volume("v1")
+    world.volumes.add_volume("v2")
+    world.volumes.add_attachment("a1", "v1", "i1")
+    world.db.add_bdm(1, "i1", "v1", "a1")
+    report = run(world)
+    assert report.items == []
+    assert world.volumes.calls == []
+
+
+def test_orphan_attachment_is_deleted_and_recorded(world):
+    world.db.add_instance("i1")
+    world.volumes.add_volume("v1")
+    world.volumes.add_attachment("a1", "v1", "i1", status="reserved")
+    report = run(world)
+    assert kinds(report, reconcile.REPAIRED) == [("orphan_attachment", "v1")]
+    assert world.volumes.calls == [("attachment_delete", "a1")]
+    assert world.volumes.volumes["v1"]["status"] == "available"
+    # a failed conductor_reconcile event on the server, with the text
+    start = world.events.event_start
+    assert start.call_args.args[1:3] == ("i1", "conductor_reconcile")
+    error = start.return_value.finish.call_args.kwargs["error"]
+    assert error.startswith("orphan_attachment: attachment a1")
+
+
+def test_attachment_of_deleted_server_is_orphan(world):
+    world.db.add_instance("i1", deleted=True)
+    world.volumes.add_volume("v1")
+    world.volumes.add_attachment("a1", "v1", "i1")
+    report = run(world)
+    assert kinds(report, reconcile.REPAIRED) == [("orphan_attachment", "v1")]
+    assert "deleted server" in report.items[0].found
+
+
+def test_attachments_not_of_our_servers_are_never_touched(world):
+    world.volumes.add_volume("v1")
+    world.volumes.add_volume("v2")
+    world.volumes.add_attachment("a1", "v1", "other-cloud-server")
+    world.volumes.add_attachment("a2", "v2", None)
+    report = run(world, grace=0)
+    assert report.items == []
+    assert world.volumes.calls == []
+
+
+def test_young_orphan_attachment_is_skipped(world):
+    world.db.add_instance("i1")
+    world.volumes.add_volume("v1", changed=FRESH)
+    world.volumes.add_attachment("a1", "v1", "i1", status="reserved")
+    report = run(world)
+    assert kinds(report, reconcile.SKIPPED) == [("orphan_attachment", "v1")]
+    assert world.volumes.calls == []
+    # the attachment's own timestamp counts too (a volume service showing it)
+    world.volumes.volumes["v1"]["updated_at"] = iso(OLD)
+    world.volumes.attachments["a1"]["created_at"] = iso(FRESH)
+    assert kinds(run(world), reconcile.SKIPPED) == [("orphan_attachment", "v1")]
+    assert kinds(run(world, grace=0), reconcile.REPAIRED) == [
+        ("orphan_attachment", "v1")]
+
+
+def test_bdm_whose_attachment_is_gone_is_destroyed(world):
+    world.db.add_instance("i1")
+    world.volumes.add_volume("v1")
+    world.db.add_bdm(1, "i1", "v1", "gone")
+    report = run(world)
+    assert kinds(report, reconcile.REPAIRED) == [("orphan_bdm", "v1")]
+    assert world.db.bdms == {}
+
+
+def test_bdm_without_attachment_is_destroyed_unless_server_busy(world):
+    world.db.add_instance("i1")
+    world.db.add_instance("i2", task_state="spawning", vm_state="building")
+    world.volumes.add_volume("v1")
+    world.volumes.add_volume("v2")
+    world.db.add_bdm(1, "i1", "v1", None)
+    world.db.add_bdm(2, "i2", "v2", None)
+    report = run(world)
+    assert kinds(report, reconcile.REPAIRED) == [("orphan_bdm", "v1")]
+    assert kinds(report, reconcile.SKIPPED) == [("orphan_bdm", "v2")]
+    assert list(world.db.bdms) == [2]
+
+
+def test_young_bdm_is_skipped(world):
+    world.db.add_instance("i1")
+    world.volumes.add_volume("v1")
+    world.db.add_bdm(1, "i1", "v1", None, changed=FRESH)
+    report = run(world)
+    assert kinds(report, reconcile.SKIPPED) == [("orphan_bdm", "v1")]
+    assert 1 in world.db.bdms
+
+
+def test_bdm_of_deleted_server_releases_its_attachment(world):
+    world.db.add_instance("i1", deleted=True)
+    world.volumes.add_volume("v1")
+    world.volumes.add_attachment("a1", "v1", "i1")
+    world.db.add_bdm(1, "i1", "v1", "a1")
+    report = run(world)
+    assert kinds(report, reconcile.REPAIRED) == [("orphan_bdm", "v1")]
+    assert world.db.bdms == {} and world.volumes.attachments == {}
+    assert world.volumes.volumes["v1"]["status"] == "available"
+
+
+def test_unfinished_attach_is_rolled_back_with_unplug(world):
+    world.db.add_instance("i1")
+    world.volumes.add_volume("v1")
+    world.volumes.add_attachment("a1", "v1", "i1", status="attaching")
+    world.db.add_bdm(1, "i1", "v1", "a1")
+    compute = mock.Mock()
+    with mock.patch.object(reconcile.objects, "Instance"), \
+            mock.patch.object(reconcile.objects, "BlockDeviceMapping"):
+        report = run(world, compute=compute)
+    assert kinds(report, reconcile.REPAIRED) == [("stuck_volume", "v1")]
+    assert compute.detach_volume.called
+    assert world.db.bdms == {} and world.volumes.attachments == {}
+    assert world.volumes.volumes["v1"]["status"] == "available"
+
+
+def test_unfinished_attach_of_busy_server_is_left(world):
+    world.db.add_instance("i1", vm_state="error")
+    world.volumes.add_volume("v1")
+    world.volumes.add_attachment("a1", "v1", "i1", status="reserved")
+    world.db.add_bdm(1, "i1", "v1", "a1")
+    report = run(world, grace=0)
+    assert kinds(report, reconcile.SKIPPED) == [("stuck_volume", "v1")]
+    assert world.volumes.calls == []
+
+
+def test_detaching_volume_is_rolled_back_to_in_use(world):
+    world.db.add_instance("i1")
+    world.volumes.add_volume("v1")
+    world.volumes.add_attachment("a1", "v1", "i1")
+    world.db.add_bdm(1, "i1", "v1", "a1")
+    world.volumes.volumes["v1"]["status"] = "detaching"
+    report = run(world)
+    assert kinds(report, reconcile.REPAIRED) == [("stuck_volume", "v1")]
+    assert world.volumes.calls == [("roll_detaching", "v1")]
+    assert world.volumes.volumes["v1"]["status"] == "in-use"
+    # the event goes to the server of the attachment
+    assert world.events.event_start.call_args.args[1] == "i1"
+
+
+def test_reserved_volume_with_nothing_behind_is_reset(world):
+    world.volumes.add_volume("v1")
+    world.volumes.volumes["v1"]["status"] = "reserved"
+    report = run(world)
+    assert kinds(report, reconcile.REPAIRED) == [("stuck_volume", "v1")]
+    assert world.volumes.calls == [("reset_volume_status", "v1", "available")]
+    assert not world.events.event_start.called     # no server to record on
+
+
+def test_young_stuck_volume_is_skipped(world):
+    world.volumes.add_volume("v1", changed=FRESH)
+    world.volumes.volumes["v1"]["status"] = "attaching"
+    report = run(world)
+    assert kinds(report, reconcile.SKIPPED) == [("stuck_volume", "v1")]
+    assert world.volumes.calls == []
+
+
+def test_dry_run_reports_and_changes_nothing(world):
+    world.db.add_instance("i1")
+    world.volumes.add_volume("v1")
+    world.volumes.add_volume("v2")
+    world.volumes.add_volume("v3")
+    world.volumes.add_attachment("a1", "v1", "i1", status="reserved")
+    world.db.add_bdm(1, "i1", "v2", "gone")
+    world.volumes.volumes["v3"]["status"] = "reserved"
+    report = run(world, dry_run=True)
+    assert kinds(report, reconcile.WOULD_REPAIR) == [
+        ("orphan_attachment", "v1"), ("orphan_bdm", "v2"),
+        ("stuck_volume", "v3")]
+    assert world.volumes.calls == [] and 1 in world.db.bdms
+    assert not world.events.event_start.called
+
+
+def test_a_failed_repair_does_not_stop_the_pass(world):
+    world.db.add_instance("i1")
+    world.volumes.add_volume("v1")
+    world.volumes.add_volume("v2")
+    world.volumes.add_attachment("a1", "v1", "i1", status="reserved")
+    world.db.add_bdm(1, "i1", "v2", "gone")
+    with mock.patch.object(world.volumes, "attachment_delete",
+                           side_effect=exception.CinderConnectionFailed(
+                               reason="down")):
+        report = run(world)
+    assert kinds(report, reconcile.FAILED) == [("orphan_attachment", "v1")]
+    assert kinds(report, reconcile.REPAIRED) == [("orphan_bdm", "v2")]
+
+
+def test_record_changed_since_the_snapshot_is_not_destroyed(world):
+    world.db.add_instance("i1")
+    world.volumes.add_volume("v1")
+    world.db.add_bdm(1, "i1", "v1", "gone")
+    real = world.db.bdm_get_by_volume
+
+    def moved_on(volume_id):
+        rows = real(volume_id)
+        for row in rows:
+            row["attachment_id"] = "new"     # a swap saved it meanwhile
+        return rows
+    with mock.patch.object(world.db, "bdm_get_by_volume", side_effect=moved_on):
+        report = run(world)
+    assert kinds(report, reconcile.SKIPPED) == [("orphan_bdm", "v1")]
+    assert 1 in world.db.bdms
+
+
+def test_timestamps():
+    assert reconcile.newest("2026-01-01T10:00:00", "", None,
+                            "2026-01-01T11:00:00.123456") == datetime.datetime(
+        2026, 1, 1, 11, 0, 0, 123456)
+    assert reconcile.newest("2026-01-01T10:00:00Z") == datetime.datetime(
+        2026, 1, 1, 10)
+    assert reconcile.newest(None, "not a time") is None
+    assert reconcile.attachment_changed_at(
+        {"attached_at": ""}, {"updated_at": "2026-01-01T10:00:00"}) == \
+        datetime.datetime(2026, 1, 1, 10)
+
+
+def test_leader_is_the_lowest_up_conductor():
+    def svc(id_, host, up=True):
+        return mock.Mock(id=id_, host=host, up=up)
+    services = [svc(3, "c3"), svc(1, "c1", up=False), svc(2, "c2")]
+    with mock.patch.object(reconcile.objects, "ServiceList") as lst, \
+            mock.patch("volattach.servicegroup.is_up", side_effect=lambda s: s.up):
+        lst.get_all.return_value = services
+        assert reconcile.is_leader(mock.Mock(), "c2")
+        assert not reconcile.is_leader(mock.Mock(), "c3")
+        lst.get_all.return_value = []
+        assert reconcile.is_leader(mock.Mock(), "anyone")
