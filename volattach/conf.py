@@ -109,8 +109,10 @@ compute_opts = [
                help="Most disk devices one server may have; -1 means no "
                     "limit beyond the device names available."),
     cfg.IntOpt("shelved_offload_time", default=0, min=-1,
-               help="Seconds a shelved server stays on its host before it "
-                    "is offloaded; 0 offloads at once, -1 never."),
+               help="Seconds a shelved server stays on its host before the "
+                    "conductor offloads it (checked at most every minute); 0 "
+                    "offloads at once, -1 never.  Volume-backed servers are "
+                    "always offloaded at once."),
 ]
 
 fake_driver_opts = [

@@ -7,6 +7,7 @@ from compute import rpcapi as compute_rpcapi
 from compute import virt
 from conductor import manager as conductor_manager
 from conductor import reconcile
+from conductor import shelve_offload
 from conductor import rpcapi as conductor_rpcapi
 from volattach import context as volattach_context
 from volattach import service
@@ -25,6 +26,7 @@ def conductor_service(host=None, volume_api=None):
     svc.reconciler = reconcile.PeriodicReconciler(
         svc.host, svc.task_manager.volume_api, svc.task_manager.compute_rpcapi,
         CONF.conductor.reconcile_interval, CONF.conductor.reconcile_grace_period)
+    svc.offloader = shelve_offload.PeriodicShelvedOffloader(svc.task_manager)
     original_start = svc.start
     original_stop = svc.stop
 
@@ -32,8 +34,10 @@ def conductor_service(host=None, volume_api=None):
         original_start()
         svc.add_server(conductor_rpcapi.TASK_TOPIC, [svc.task_manager])
         svc.reconciler.start()
+        svc.offloader.start()
 
     def stop():
+        svc.offloader.stop()
         svc.reconciler.stop()
         original_stop()
     svc.start = start
