@@ -90,3 +90,23 @@ def test_failed_attach_sends_error_notification(api, volumes, collector):
     priority, _, payload = collector.wait_for("instance.volume_attach.error")
     assert priority == "ERROR"
     assert "injected failure" in payload["volattach_object.data"]["fault"]
+
+
+def test_swap_notifications_keep_attach_mode(api, admin_api, volumes, collector):
+    server_id = _new_server(api, name="notified-swap")
+    old, new = _new_volume(volumes), _new_volume(volumes)
+    status, body, _ = api.attach_volume(server_id, old, microversion="2.105",
+                                        attach_mode="ro")
+    assert status == 202, body
+    collector.wait_for("instance.volume_attach.end")
+    status, body, _ = admin_api.request(
+        "PUT", "/servers/%s/os-volume_attachments/%s" % (server_id, old),
+        {"volumeAttachment": {"volumeId": new}})
+    assert status == 202, body
+    _, _, start = collector.wait_for("instance.volume_swap.start")
+    _, _, end = collector.wait_for("instance.volume_swap.end")
+    assert start["volattach_object.data"]["new_volume_id"] == new
+    data = end["volattach_object.data"]
+    assert (data["volume_id"], data["new_volume_id"]) == (old, new)
+    bdm = data["block_devices"][0]["volattach_object.data"]
+    assert (bdm["volume_id"], bdm["attach_mode"]) == (new, "ro")
