@@ -69,20 +69,12 @@ def service_list(conf, out=sys.stdout):
     rows = [("Id", "Binary", "Host", "Status", "State", "Updated At",
              "Version", "RPC Version", "Forced Down")]
     for svc, up in api.service_list(ctxt):
+        seen = svc.last_seen_up or svc.updated_at or svc.created_at
         rows.append((str(svc.id), svc.binary, svc.host,
                      "disabled" if svc.disabled else "enabled",
-                     "up" if up else "down",
-                     (svc.last_seen_up or svc.updated_at or svc.created_at).isoformat()
-                     if (svc.last_seen_up or svc.updated_at or svc.created_at) else "-",
+                     "up" if up else "down", seen.isoformat() if seen else "-",
                      str(svc.version), svc.rpc_version or "-", str(svc.forced_down)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    out.write(line + "\n")
-    for index, row in enumerate(rows):
-        out.write("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |\n")
-        if index == 0:
-            out.write(line + "\n")
-    out.write(line + "\n")
+    _table(rows, out)
 
 
 def _table(rows, out):
