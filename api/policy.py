@@ -67,6 +67,7 @@ POLICIES = {
     "os_compute_api:os-shelve:shelve_offload": "admin_api",
     "os_compute_api:os-shelve:unshelve": "admin_or_owner",
     "os_compute_api:os-shelve:unshelve_to_host": "admin_api",
+    "os_compute_api:os-migrate-server:migrate_live": "admin_api",
     _VA % "index": "admin_or_owner",
     _VA % "show": "admin_or_owner",
     _VA % "create": "admin_or_owner",

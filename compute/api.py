@@ -42,6 +42,8 @@ SERVER_ACTIONS = {
     "shelve_offload": ((instance_obj.SHELVED,), "shelving_offloading", "shelveOffload"),
     "unshelve": ((instance_obj.SHELVED, instance_obj.SHELVED_OFFLOADED), "unshelving",
                  "unshelve"),
+    "live_migrate": ((instance_obj.ACTIVE, instance_obj.PAUSED), "migrating",
+                     "live-migration"),
 }
 
 # task_states a delete may interrupt: none, a build, a change of the guest's
@@ -604,6 +606,36 @@ class API:
                                           if host else availability_zone)
             instance.save()
         self.compute_task_api.unshelve_instance(context, instance)
+
+    def live_migrate(self, context, instance, host=None):
+        """os-migrateLive: 400 for a destination that is the source or not
+        an up compute, 409 when the source compute cannot live-migrate;
+        the conductor picks a destination when ``host`` is None."""
+        from objects import service as service_obj
+        if host is not None:
+            if host == instance.host:
+                raise exception.InvalidRequest(
+                    reason="The target host can't be the same one.")
+            service = objects.Service.get_by_host_and_binary(
+                context.elevated(), host, "volattach-compute")
+            if (service is None or service.disabled
+                    or not servicegroup.is_up(service)):
+                raise exception.InvalidRequest(
+                    reason="Compute service of %s is unavailable at this time."
+                    % host)
+            if service.version < service_obj.LIVE_MIGRATION_SERVICE_VERSION:
+                raise exception.ComputeTooOldForFeature(host=host,
+                                                        feature="live migration")
+        self._check_state(instance, "live_migrate", SERVER_ACTIONS["live_migrate"][0])
+        if instance.host:
+            source = objects.Service.get_by_host_and_binary(
+                context.elevated(), instance.host, "volattach-compute")
+            if (source is not None
+                    and source.version < service_obj.LIVE_MIGRATION_SERVICE_VERSION):
+                raise exception.ComputeTooOldForFeature(host=instance.host,
+                                                        feature="live migration")
+        self._start_action(context, instance, "live_migrate")
+        self.compute_task_api.live_migrate_instance(context, instance, host=host)
 
     def lock(self, context, instance, reason=None):
         """Lock the server (Nova: the owner locking it again changes

@@ -36,7 +36,7 @@ def _mode(bdm):
 
 
 class ComputeManager:
-    target = messaging.Target(version="1.2")
+    target = messaging.Target(version="1.3")
 
     def __init__(self, host, driver):
         self.host = host
@@ -184,3 +184,59 @@ class ComputeManager:
     def unpause_instance(self, context, instance):
         with locks.lock(instance.uuid):
             self.driver.unpause(instance)
+
+    # -- live migration (compute RPC 1.3) ---------------------------------------------
+    @staticmethod
+    def _block_device_info(bdms):
+        return [{"device_name": b.device_name,
+                 "connection_info": b.get_connection_info(), "mode": _mode(b)}
+                for b in bdms if b.is_volume and b.connection_info]
+
+    def pre_live_migration(self, context, instance, bdms):
+        """Destination: connect the volumes with the connection_info of
+        their new attachments (``bdms``, not saved).  On failure whatever
+        this call connected is disconnected again."""
+        with locks.lock(instance.uuid):
+            connected = []
+            try:
+                for bdm in bdms:
+                    if not (bdm.is_volume and bdm.connection_info):
+                        continue
+                    info = bdm.get_connection_info()
+                    self._connect(info, instance, bdm)
+                    connected.append((info, bdm))
+                self.driver.pre_live_migration(instance, self._block_device_info(bdms))
+            except Exception:
+                for info, bdm in connected:
+                    self._safe_disconnect(info, instance, bdm)
+                raise
+
+    def live_migration(self, context, instance, dest):
+        """Source: move the guest to ``dest`` (the switch)."""
+        with locks.lock(instance.uuid):
+            self.driver.live_migration(instance, dest)
+
+    def post_live_migration_at_destination(self, context, instance, bdms):
+        """Destination: the guest runs here now, with the new connections."""
+        with locks.lock(instance.uuid):
+            power = "paused" if instance.vm_state == "paused" else "running"
+            self.driver.post_live_migration_at_destination(
+                instance, self._block_device_info(bdms), power=power)
+
+    def post_live_migration_at_source(self, context, instance, bdms):
+        """Source: forget the guest and disconnect its old connections
+        (``bdms``: the mappings as they were here)."""
+        with locks.lock(instance.uuid):
+            self.driver.post_live_migration(instance)
+            for bdm in bdms:
+                if bdm.is_volume and bdm.connection_info:
+                    self._safe_disconnect(bdm.get_connection_info(), instance, bdm)
+
+    def rollback_live_migration_at_destination(self, context, instance, bdms):
+        """Destination: drop the guest if it arrived and disconnect the new
+        connections (``bdms``: with the new connection_info)."""
+        with locks.lock(instance.uuid):
+            self.driver.rollback_live_migration_at_destination(instance)
+            for bdm in bdms:
+                if bdm.is_volume and bdm.connection_info:
+                    self._safe_disconnect(bdm.get_connection_info(), instance, bdm)

@@ -10,6 +10,10 @@ API version history:
     1.2 - attach_volume carries attach_mode, and build_and_run_instance
           and swap_volume honour BlockDeviceMapping.attach_mode (read-only
           attachments, the multiattach-enhancements spec)
+    1.3 - pre_live_migration, live_migration,
+          post_live_migration_at_destination, post_live_migration_at_source,
+          rollback_live_migration_at_destination (live migration of servers
+          with volumes)
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -37,7 +41,7 @@ _CAP_TTL = 10.0
 
 
 class ComputeAPI:
-    VERSION = "1.2"
+    VERSION = "1.3"
 
     def __init__(self):
         self._cap_lock = threading.Lock()
@@ -132,3 +136,29 @@ class ComputeAPI:
     def assign_device_names(self, ctxt, instance, bdms):
         cctxt = self._client(instance.host).prepare(version="1.1")
         return cctxt.call(ctxt, "assign_device_names", instance=instance, bdms=bdms)
+
+    # -- live migration (1.3): the conductor checks can_send_version("1.3")
+    # for both hosts before it starts
+    def _call_13(self, ctxt, host, method, **kwargs):
+        cctxt = self._client(host).prepare(version="1.3")
+        return cctxt.call(ctxt, method, **kwargs)
+
+    def pre_live_migration(self, ctxt, instance, bdms, host):
+        return self._call_13(ctxt, host, "pre_live_migration", instance=instance,
+                             bdms=bdms)
+
+    def live_migration(self, ctxt, instance, dest):
+        return self._call_13(ctxt, instance.host, "live_migration",
+                             instance=instance, dest=dest)
+
+    def post_live_migration_at_destination(self, ctxt, instance, bdms, host):
+        return self._call_13(ctxt, host, "post_live_migration_at_destination",
+                             instance=instance, bdms=bdms)
+
+    def post_live_migration_at_source(self, ctxt, instance, bdms):
+        return self._call_13(ctxt, instance.host, "post_live_migration_at_source",
+                             instance=instance, bdms=bdms)
+
+    def rollback_live_migration_at_destination(self, ctxt, instance, bdms, host):
+        return self._call_13(ctxt, host, "rollback_live_migration_at_destination",
+                             instance=instance, bdms=bdms)

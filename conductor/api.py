@@ -52,3 +52,6 @@ class ComputeTaskAPI:
                     new_attachment_id):
         self.rpcapi.swap_volume(context, instance, old_volume_id, new_volume_id,
                                 new_attachment_id)
+
+    def live_migrate_instance(self, context, instance, host=None):
+        self.rpcapi.live_migrate_instance(context, instance, host=host)

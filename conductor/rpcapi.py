@@ -16,6 +16,7 @@ version history:
           shelve_instance, shelve_offload_instance, unshelve_instance,
           swap_volume
     1.3 - attach_volume takes attach_mode (read-only attachments)
+    1.4 - live_migrate_instance (os-migrateLive of servers with volumes)
 
 A caller capped below a method's version gets ConductorTooOld (the API
 answers 503) instead of sending a message the conductor cannot dispatch.
@@ -86,7 +87,7 @@ class ConductorAPI:
 
 
 class ComputeTaskAPI:
-    VERSION = "1.3"
+    VERSION = "1.4"
 
     # The version each method needs (the history above).
     METHOD_VERSIONS = {
@@ -97,6 +98,7 @@ class ComputeTaskAPI:
         "pause_instance": "1.2", "unpause_instance": "1.2",
         "shelve_instance": "1.2", "shelve_offload_instance": "1.2",
         "unshelve_instance": "1.2", "swap_volume": "1.2",
+        "live_migrate_instance": "1.4",
     }
 
     def __init__(self):
@@ -176,3 +178,7 @@ class ComputeTaskAPI:
         self._cast_12(ctxt, "swap_volume", instance=instance,
                       old_volume_id=old_volume_id, new_volume_id=new_volume_id,
                       new_attachment_id=new_attachment_id)
+
+    def live_migrate_instance(self, ctxt, instance, host=None):
+        self._prepare("1.4", "live_migrate_instance").cast(
+            ctxt, "live_migrate_instance", instance=instance, host=host)

@@ -7,12 +7,15 @@ from volattach import servicegroup
 BINARY = "volattach-compute"
 
 
-def select_host(context, availability_zone=None, min_service_version=None):
+def select_host(context, availability_zone=None, min_service_version=None,
+                exclude=()):
     """``min_service_version``: only computes at least that new (a server
-    with read-only volumes needs one that honours them)."""
+    with read-only volumes needs one that honours them); ``exclude``: hosts
+    not to pick (the source of a live migration)."""
     services = objects.ServiceList.get_all(context, binary=BINARY)
     candidates = [s.host for s in services
                   if not s.disabled and servicegroup.is_up(s)
+                  and s.host not in exclude
                   and (min_service_version is None
                        or s.version >= min_service_version)]
     if availability_zone and ":" in availability_zone:

@@ -15,7 +15,7 @@ from oslo_versionedobjects import fields
 from objects import base
 from volattach import exception
 
-SERVICE_VERSION = 3
+SERVICE_VERSION = 4
 
 SERVICE_VERSION_HISTORY = (
     # Version 0: no service version reported (never sent by volattach)
@@ -31,10 +31,16 @@ SERVICE_VERSION_HISTORY = (
     # carries attach_mode; BlockDeviceMapping 1.1).  The API refuses a
     # read-only attach to a server on an older compute (409).
     {"compute_rpc": "1.2"},
+    # Version 4: compute RPC 1.3 (live migration: pre_live_migration,
+    # live_migration, post_live_migration_at_destination,
+    # post_live_migration_at_source, rollback_live_migration_at_destination)
+    {"compute_rpc": "1.3"},
 )
 
 # The first service version whose computes honour attach_mode "ro".
 READ_ONLY_ATTACH_SERVICE_VERSION = 3
+# The first service version whose computes can live-migrate.
+LIVE_MIGRATION_SERVICE_VERSION = 4
 
 
 def compute_rpc_for_service_version(version):

@@ -128,7 +128,8 @@ fake_driver_opts = [
     cfg.ListOpt("fail_operations", default=[],
                 help="Operations of the fake driver that raise, for tests: "
                      "any of reserve, connect, attach, detach, disconnect, "
-                     "spawn, destroy, swap."),
+                     "spawn, destroy, swap, pre_live_migration, "
+                     "live_migration, post_live_migration."),
     cfg.StrOpt("device_prefix", default="vd",
                help="Guest device name prefix (vd -> /dev/vdb ...)."),
     cfg.StrOpt("stats_file",

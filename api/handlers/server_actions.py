@@ -1,5 +1,5 @@
 """POST /servers/{server_id}/action: os-start, os-stop, pause, unpause, lock,
-unlock, shelve, shelveOffload, unshelve.  Each answers 202 with no body.
+unlock, shelve, shelveOffload, unshelve, os-migrateLive (admin).  Each answers 202 with no body.
 
 ``ACTIONS`` maps the body's only key to (schemas, policy, handler method).
 """
@@ -29,6 +29,9 @@ class ServerAction(common.Resource):
                           "_shelve_offload"),
         "unshelve": (schemas.UNSHELVE, "os_compute_api:os-shelve:unshelve",
                      "_unshelve"),
+        "os-migrateLive": (schemas.MIGRATE_LIVE,
+                           "os_compute_api:os-migrate-server:migrate_live",
+                           "_migrate_live"),
     }
 
     def on_post(self, req, resp, server_id):
@@ -94,3 +97,8 @@ class ServerAction(common.Resource):
                                      {"project_id": instance.project_id})
         self.compute.unshelve(ctx, instance, availability_zone=availability_zone,
                               host=host)
+
+    def _migrate_live(self, req, ctx, instance, value):
+        # block_migration (true, false, "auto") and force change nothing
+        # here: volumes move by attachment, there is no local disk to copy
+        self.compute.live_migrate(ctx, instance, host=value.get("host"))

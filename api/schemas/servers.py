@@ -326,6 +326,38 @@ unshelve_v291 = _action("unshelve", {
     "additionalProperties": False,
 })
 
+# os-migrateLive (Nova's migrate_server schemas): host null or a compute
+# name; block_migration boolean (a string boolean) and, from 2.25, "auto";
+# disk_over_commit until 2.25; force from 2.30 until 2.68.
+_live_host = {"type": ["string", "null"], "minLength": 1, "maxLength": 255,
+              "pattern": "^[a-zA-Z0-9-._]*$"}
+migrate_live_v21 = _action("os-migrateLive", {
+    "type": "object",
+    "properties": {"block_migration": parameter_types.boolean,
+                   "disk_over_commit": parameter_types.boolean,
+                   "host": _live_host},
+    "required": ["block_migration", "disk_over_commit", "host"],
+    "additionalProperties": False,
+})
+_block_migration_v225 = {"oneOf": [parameter_types.boolean,
+                                   {"type": "string", "enum": ["auto"]}]}
+migrate_live_v225 = _action("os-migrateLive", {
+    "type": "object",
+    "properties": {"block_migration": _block_migration_v225,
+                   "host": _live_host},
+    "required": ["block_migration", "host"],
+    "additionalProperties": False,
+})
+migrate_live_v230 = _action("os-migrateLive", {
+    "type": "object",
+    "properties": {"block_migration": _block_migration_v225,
+                   "host": _live_host,
+                   "force": parameter_types.boolean},
+    "required": ["block_migration", "host"],
+    "additionalProperties": False,
+})
+migrate_live_v268 = migrate_live_v225
+
 START = (("2.1", start_v21),)
 STOP = (("2.1", stop_v21),)
 PAUSE = (("2.1", pause_v21),)
@@ -334,5 +366,7 @@ LOCK = (("2.1", lock_v21), ("2.73", lock_v273))
 UNLOCK = (("2.1", unlock_v21),)
 SHELVE = (("2.1", shelve_v21),)
 SHELVE_OFFLOAD = (("2.1", shelve_offload_v21),)
+MIGRATE_LIVE = (("2.1", migrate_live_v21), ("2.25", migrate_live_v225),
+                ("2.30", migrate_live_v230), ("2.68", migrate_live_v268))
 UNSHELVE = (("2.1", unshelve_v21), ("2.77", unshelve_v277),
             ("2.91", unshelve_v291))

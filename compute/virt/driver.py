@@ -68,3 +68,21 @@ class ComputeDriver(abc.ABC):
 
     def unpause(self, instance):
         pass
+
+    # -- live migration (compute RPC 1.3): a driver without them cannot
+    # -- live-migrate (the conductor rolls back)
+    def pre_live_migration(self, instance, block_device_info):
+        raise NotImplementedError()
+
+    def live_migration(self, instance, dest):
+        raise NotImplementedError()
+
+    def post_live_migration_at_destination(self, instance, block_device_info,
+                                           power="running"):
+        raise NotImplementedError()
+
+    def post_live_migration(self, instance):
+        raise NotImplementedError()
+
+    def rollback_live_migration_at_destination(self, instance):
+        pass

@@ -193,6 +193,44 @@ class FakeDriver(driver.ComputeDriver):
         with self._lock:
             self._guest(instance)["devices"][device_name] = new_connection_info
 
+    # -- live migration (compute RPC 1.3) ----------------------------------------
+    def pre_live_migration(self, instance, block_device_info):
+        """Destination: the volumes are connected; get ready for the guest."""
+        self._step("pre_live_migration")
+
+    def live_migration(self, instance, dest):
+        """Source: copy the guest's memory to ``dest`` (the switch)."""
+        self._step("live_migration")
+        if instance.uuid not in self.guests:
+            raise exception.VirtDriverError(operation="live_migration",
+                                            reason="no guest %s" % instance.uuid)
+
+    def post_live_migration_at_destination(self, instance, block_device_info,
+                                           power="running"):
+        """Destination: the guest now runs here."""
+        with self._lock:
+            self.guests[instance.uuid] = {
+                "power": power,
+                "devices": {d["device_name"]: d["connection_info"]
+                            for d in block_device_info},
+                "modes": {d["device_name"]: d.get("mode") or "rw"
+                          for d in block_device_info},
+            }
+            self._write_stats()
+
+    def post_live_migration(self, instance):
+        """Source: the guest left; forget it."""
+        self._step("post_live_migration")
+        with self._lock:
+            self.guests.pop(instance.uuid, None)
+            self._write_stats()
+
+    def rollback_live_migration_at_destination(self, instance):
+        """Destination: drop whatever arrived of the guest (never fails)."""
+        with self._lock:
+            self.guests.pop(instance.uuid, None)
+            self._write_stats()
+
     def pause(self, instance):
         self._set_power(instance, "paused")
 

@@ -50,7 +50,8 @@ BASE_FILE = pathlib.Path(__file__).with_name("ROLLING_UPGRADE_BASE")
 OLD_HOST = "compute-old"
 NEW_HOST = "compute1"
 OLD_SERVICE_VERSION = 2
-NEW_SERVICE_VERSION = 3
+NEW_SERVICE_VERSION = 4
+NEW_COMPUTE_RPC = "1.3"
 # The conductor caches its compute RPC cap ([upgrade_levels] compute = auto)
 # for compute.rpcapi._CAP_TTL = 10 s.
 CAP_TTL_MARGIN = 11.0
@@ -282,7 +283,7 @@ def test_rolling_upgrade_of_one_compute(upgrade_deployment, compute, volumes):
     assert services[("volattach-compute", NEW_HOST)] == "up", services
     rows = _compute_rows(dep)
     assert rows[OLD_HOST] == (OLD_SERVICE_VERSION, "1.1"), rows
-    assert rows[NEW_HOST] == (NEW_SERVICE_VERSION, "1.2"), rows
+    assert rows[NEW_HOST] == (NEW_SERVICE_VERSION, NEW_COMPUTE_RPC), rows
     listed = _manage_service_list(dep)
     assert listed[("volattach-compute", OLD_HOST)] == ("up", OLD_SERVICE_VERSION)
     assert listed[("volattach-compute", NEW_HOST)] == ("up", NEW_SERVICE_VERSION)
@@ -334,7 +335,7 @@ def test_rolling_upgrade_of_one_compute(upgrade_deployment, compute, volumes):
         assert time.monotonic() < deadline, _compute_rows(dep)
         time.sleep(0.5)
     upgraded_at = time.monotonic()
-    assert _compute_rows(dep)[OLD_HOST] == (NEW_SERVICE_VERSION, "1.2")
+    assert _compute_rows(dep)[OLD_HOST] == (NEW_SERVICE_VERSION, NEW_COMPUTE_RPC)
     listed = _manage_service_list(dep)
     assert listed[("volattach-compute", OLD_HOST)] == ("up", NEW_SERVICE_VERSION)
     # The conductor's compute RPC cap (1.1 while compute-old was old) is

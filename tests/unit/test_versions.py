@@ -70,6 +70,7 @@ COMPUTE_MANAGER_SIGNATURE_SHA1 = {
     "1.0": "2417f84c783f7b21b56deec80c640b1a1ce02ef0",
     "1.1": "4d40cef02d4ed78e37e61c526d17ecccd064a656",
     "1.2": "81d5d88246f303815fb4d1f0f2a02ab8bc6d0689",
+    "1.3": "b39195189eb117d3afbd3b19820273e6123982a6",
 }
 
 
@@ -95,6 +96,7 @@ CONDUCTOR_TASK_SIGNATURE_SHA1 = {
     "1.1": "b30eace4d4c2e00a9262b6bab9357cbeafe91468",
     "1.2": "6a6d86404e7def35aedbc39ecb2b719d7f8b8ee3",
     "1.3": "db17878023981c1e28b1f3b350be3a5118cebaa5",
+    "1.4": "336ab9d2cc31142f9f2b23262f552769144933c0",
 }
 
 
@@ -110,7 +112,7 @@ def test_conductor_task_versions_agree():
 
 
 @pytest.mark.parametrize("version,expected", [(None, None), (0, "1.0"), (1, "1.0"),
-                                              (2, "1.1"), (3, "1.2"),
+                                              (2, "1.1"), (3, "1.2"), (4, "1.3"),
                                               (99, compute_rpcapi.ComputeAPI.VERSION)])
 def test_compute_rpc_for_service_version(version, expected):
     assert service_obj.compute_rpc_for_service_version(version) == expected

@@ -1,0 +1,141 @@
+"""The conductor's live-migration workflow (compute RPC client, volume API,
+scheduler and objects are test doubles): success switches the BDMs and
+deletes the source attachments; a failure at any step deletes the
+destination attachments, rolls back the destination once it was touched,
+keeps the source BDMs and puts task_state back to None."""
+import types
+from unittest import mock
+
+import pytest
+
+import volattach  # noqa: F401
+import objects
+from conductor import manager
+from volattach import exception
+
+objects.register_all()
+
+
+class FakeBDM:
+    def __init__(self, uuid, volume_id, attachment_id, mode="rw"):
+        self.uuid = uuid
+        self.volume_id = volume_id
+        self.attachment_id = attachment_id
+        self.device_name = "/dev/vd" + uuid[-1]
+        self.attach_mode = mode
+        self.connection_info = '{"old": true}'
+        self.is_volume = True
+        self.saved = 0
+
+    def obj_clone(self):
+        clone = FakeBDM(self.uuid, self.volume_id, self.attachment_id, self.attach_mode)
+        clone.connection_info = self.connection_info
+        return clone
+
+    def obj_reset_changes(self):
+        pass
+
+    def save(self):
+        self.saved += 1
+
+    def set_connection_info(self, info):
+        self.connection_info = info
+
+
+class FakeInstance(types.SimpleNamespace):
+    def save(self, expected_task_state=None):
+        self.saves.append((self.host, self.task_state, expected_task_state))
+
+
+@pytest.fixture
+def w():
+    bdms = [FakeBDM("b-1", "vol-1", "old-1"), FakeBDM("b-2", "vol-2", "old-2", "ro")]
+    compute = mock.Mock()
+    compute.can_send_version.return_value = True
+    volume = mock.Mock()
+    created = iter(["new-1", "new-2"])
+    volume.attachment_create.side_effect = lambda *a, **k: {"id": next(created)}
+    volume.attachment_update.side_effect = lambda ctx, att_id, connector, **k: {
+        "id": att_id, "connection_info": {"attachment_id": att_id}}
+    with mock.patch.object(manager, "compute_rpcapi") as rpcapi_module, \
+            mock.patch.object(manager.objects, "InstanceActionEvent") as events, \
+            mock.patch.object(manager.objects, "BlockDeviceMappingList") as bdm_list, \
+            mock.patch.object(manager.objects, "Service") as service, \
+            mock.patch.object(manager.scheduler, "select_host",
+                              return_value="dest") as select, \
+            mock.patch.object(manager, "_min_version_for", return_value=3), \
+            mock.patch.object(manager.ComputeTaskManager, "_connector",
+                              side_effect=lambda ctx, host, dev, mode: {
+                                  "host": host, "mode": mode}):
+        rpcapi_module.BINARY = "volattach-compute"
+        service.get_by_host_and_binary.return_value = types.SimpleNamespace(version=4)
+        bdm_list.get_by_instance_uuid.return_value = bdms
+        tm = manager.ComputeTaskManager(volume_api=volume)
+        tm.compute_rpcapi = compute
+        instance = FakeInstance(uuid="inst-1", host="src", node="src",
+                                task_state="migrating", saves=[])
+        yield types.SimpleNamespace(tm=tm, compute=compute, volume=volume, bdms=bdms,
+                                    ctx=mock.Mock(), instance=instance, select=select,
+                                    event=events.event_start.return_value)
+
+
+def test_success_switches_bdms_and_deletes_source_attachments(w):
+    seen = []
+    w.compute.post_live_migration_at_source.side_effect = (
+        lambda ctx, inst, bdms: seen.extend(b.attachment_id for b in bdms))
+    w.tm.live_migrate_instance(w.ctx, w.instance, None)
+    w.select.assert_called_once_with(w.ctx, None, 4, exclude=("src",))
+    assert [c.kwargs.get("mode") for c in w.volume.attachment_create.call_args_list] == [
+        None, "ro"]
+    assert [c.args[2] for c in w.volume.attachment_update.call_args_list] == [
+        {"host": "dest", "mode": "rw"}, {"host": "dest", "mode": "ro"}]
+    new = w.compute.pre_live_migration.call_args.args[2]
+    assert [b.attachment_id for b in new] == ["new-1", "new-2"]
+    assert w.compute.pre_live_migration.call_args.args[3] == "dest"
+    w.compute.live_migration.assert_called_once_with(w.ctx, w.instance, "dest")
+    assert seen == ["old-1", "old-2"]
+    assert [b.attachment_id for b in w.bdms] == ["new-1", "new-2"]
+    assert [c.args[1] for c in w.volume.attachment_complete.call_args_list] == [
+        "new-1", "new-2"]
+    assert [c.args[1] for c in w.volume.attachment_delete.call_args_list] == [
+        "old-1", "old-2"]
+    assert w.instance.saves[-1] == ("dest", None, ["migrating"])
+    w.compute.rollback_live_migration_at_destination.assert_not_called()
+
+
+@pytest.mark.parametrize("failing,dest_touched", [
+    ("attachment_update", False), ("pre_live_migration", False),
+    ("live_migration", True), ("post_live_migration_at_destination", True),
+    ("post_live_migration_at_source", True)])
+def test_failure_rolls_back(w, failing, dest_touched):
+    target = w.volume if failing == "attachment_update" else w.compute
+    getattr(target, failing).side_effect = exception.VirtDriverError(
+        operation=failing, reason="injected")
+    w.tm.live_migrate_instance(w.ctx, w.instance, "dest")
+    deleted = [c.args[1] for c in w.volume.attachment_delete.call_args_list]
+    assert "old-1" not in deleted and "old-2" not in deleted
+    assert deleted == (["new-1"] if failing == "attachment_update"
+                       else ["new-1", "new-2"])
+    assert [b.attachment_id for b in w.bdms] == ["old-1", "old-2"]
+    assert all(b.saved == 0 for b in w.bdms)
+    w.volume.attachment_complete.assert_not_called()
+    assert (w.compute.rollback_live_migration_at_destination.called
+            == dest_touched)
+    assert w.instance.host == "src"
+    assert w.instance.saves == [("src", None, ["migrating"])]
+    assert "error" in w.event.finish.call_args.kwargs
+
+
+def test_too_old_compute_refuses_before_any_attachment(w):
+    w.compute.can_send_version.side_effect = lambda host, v: host != "src"
+    w.tm.live_migrate_instance(w.ctx, w.instance, "dest")
+    w.volume.attachment_create.assert_not_called()
+    w.compute.pre_live_migration.assert_not_called()
+    assert w.instance.saves == [("src", None, ["migrating"])]
+
+
+def test_no_valid_host(w):
+    w.select.side_effect = exception.NoValidHost(reason="none")
+    w.tm.live_migrate_instance(w.ctx, w.instance, None)
+    w.volume.attachment_create.assert_not_called()
+    assert w.instance.saves == [("src", None, ["migrating"])]
