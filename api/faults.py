@@ -25,22 +25,13 @@ import falcon
 
 from api import microversions
 from volattach import exception
+from volattach import http_status
 
 LOG = logging.getLogger(__name__)
 
 STATUS_BY_EXCEPTION = (
     (microversions.MicroversionNotAcceptable, 406),
-    (exception.NotAuthenticated, 401),
-    # PolicyNotAuthorized and TooManyDiskDevices are Forbidden
-    (exception.Forbidden, 403),
-    (exception.NotFound, 404),
-    # ValidationError, InvalidDevicePath, InvalidBDM, ... are Invalid
-    (exception.Invalid, 400),
-    # InstanceInvalidState, InstanceIsLocked, DevicePathInUse, ...
-    (exception.Conflict, 409),
-    # ConductorTooOld, CinderConnectionFailed, NoValidHost
-    (exception.ServiceUnavailable, 503),
-)
+) + http_status.EXCEPTION_FAMILY_STATUS
 
 FAULT_NAMES = {
     400: "badRequest",

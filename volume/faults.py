@@ -11,6 +11,7 @@ import falcon
 from oslo_log import log as logging
 
 from volattach import exception
+from volattach import http_status
 
 LOG = logging.getLogger(__name__)
 
@@ -29,14 +30,7 @@ FAULT_NAMES = {
 }
 DEFAULT_FAULT = "computeFault"
 
-_FAMILIES = (
-    (exception.NotAuthenticated, 401),
-    (exception.Forbidden, 403),
-    (exception.NotFound, 404),
-    (exception.Invalid, 400),
-    (exception.Conflict, 409),
-    (exception.ServiceUnavailable, 503),
-)
+_FAMILIES = http_status.EXCEPTION_FAMILY_STATUS
 
 NOT_FOUND = "The resource could not be found."
 NOT_AUTHENTICATED = "The request you have made requires authentication."
