@@ -118,20 +118,11 @@ def test_attach_list_detach_against_real_cinder(api, cinder):
         assert [(a["volumeId"], a["device"])
                 for a in body["volumeAttachments"]] == [(volume_id, device)]
 
-        status, body, _ = api.detach_volume(server_id, volume_id)
-        assert status == 202, body
-        cinder.wait_for_volume_status(volume_id, "available")
-        api.wait_for_volume_attachment_gone(server_id, volume_id)
-        assert _cinder_attachments(cinder, volume_id) == []
+        _detach(api, cinder, server_id, volume_id)
     finally:
-        status, body, _ = api.delete_server(server_id)
-        assert status == 204, body
-        api.wait_for_server_deleted(server_id)
-
+        _delete_server(api, server_id)
     # Nothing left in real Cinder: the volume deletes.
-    status, body, _ = cinder.delete_volume(volume_id)
-    assert status == 202, body
-    cinder.wait_for_volume_deleted(volume_id)
+    _delete_volume(cinder, volume_id)
 
 
 @pytest.mark.timeout(900)
@@ -179,17 +170,30 @@ def test_read_only_attach_against_real_cinder(api, cinder):
                  a["device"]) for a in body["volumeAttachments"]] == [
             (volume_id, attachment["id"], "ro", cinder_att["device"])]
 
-        status, body, _ = api.detach_volume(server_id, volume_id,
-                                            microversion="2.105")
-        assert status == 202, body
-        cinder.wait_for_volume_status(volume_id, "available")
-        api.wait_for_volume_attachment_gone(server_id, volume_id)
-        assert _cinder_attachments(cinder, volume_id) == []
+        _detach(api, cinder, server_id, volume_id, microversion="2.105")
     finally:
-        status, body, _ = api.delete_server(server_id)
-        assert status == 204, body
-        api.wait_for_server_deleted(server_id)
+        _delete_server(api, server_id)
+    # Nothing left in real Cinder: the volume deletes.
+    _delete_volume(cinder, volume_id)
 
+
+def _detach(api, cinder, server_id, volume_id, microversion=None):
+    """Detach; the volume is available again with no attachment in Cinder."""
+    status, body, _ = api.detach_volume(server_id, volume_id,
+                                        microversion=microversion)
+    assert status == 202, body
+    cinder.wait_for_volume_status(volume_id, "available")
+    api.wait_for_volume_attachment_gone(server_id, volume_id)
+    assert _cinder_attachments(cinder, volume_id) == []
+
+
+def _delete_server(api, server_id):
+    status, body, _ = api.delete_server(server_id)
+    assert status == 204, body
+    api.wait_for_server_deleted(server_id)
+
+
+def _delete_volume(cinder, volume_id):
     status, body, _ = cinder.delete_volume(volume_id)
     assert status == 202, body
     cinder.wait_for_volume_deleted(volume_id)
