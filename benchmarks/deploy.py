@@ -191,7 +191,25 @@ def _wait_http(url, deadline, check, what):
     raise DeploymentError("%s not answering at %s: %s" % (what, url, last))
 
 
-class AllInOneProcess:
+class _Deployment:
+    """What both deployments share: a context manager that stops what it
+    started, even when starting fails, and the tails of their logs."""
+
+    def logs_report(self):
+        return self.procs.logs_report()
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class AllInOneProcess(_Deployment):
     """``volattach-all`` in a subprocess on SQLite and the in-memory bus."""
 
     def __init__(self, workdir, computes=2, reserve_latency=0.0,
@@ -281,21 +299,9 @@ class AllInOneProcess:
     def stop(self):
         self.procs.stop_all()
 
-    def logs_report(self):
-        return self.procs.logs_report()
-
-    def __enter__(self):
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
-class MultiProcessDeployment:
+class MultiProcessDeployment(_Deployment):
     """The real daemons over RabbitMQ and PostgreSQL (see module doc)."""
 
     def __init__(self, workdir, rabbit_url, pg_url, workers=2, threads=4,
@@ -457,15 +463,3 @@ class MultiProcessDeployment:
                     print("benchmark teardown: %s failed: %r" % (cleanup.__qualname__, exc),
                           file=sys.stderr)
 
-    def logs_report(self):
-        return self.procs.logs_report()
-
-    def __enter__(self):
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc):
-        self.stop()
