@@ -15,7 +15,6 @@ functions.  py-spy costs CPU too (sampling at ``--rate`` Hz per daemon on 2
 cores): compare shares, not absolute figures, with scenario B.
 """
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -132,8 +131,7 @@ def main(argv=None):
     p.add_argument("--rate", type=int, default=50, help="py-spy samples/s per daemon (50)")
     p.add_argument("--output-dir", default=os.path.join(HERE, "results"))
     args = p.parse_args(argv)
-    os.makedirs(args.output_dir, exist_ok=True)
-    stem = os.path.join(args.output_dir, "%s-profile-B" % time.strftime("%Y%m%d-%H%M%S"))
+    stem = report.output_stem(args.output_dir, "profile-B")
     workdir = tempfile.mkdtemp(prefix="volattach-bench-profile-b-")
     try:
         result = run(args, workdir, stem)
@@ -143,12 +141,8 @@ def main(argv=None):
     result["code"] = bench_run.code_version()
     result["options"] = vars(args)
     result["summary_md"] = summary_md(result)
-    with open(stem + ".json", "w") as f:
-        json.dump(result, f, indent=1, default=str)
-    with open(stem + ".md", "w") as f:
-        f.write(result["summary_md"] + "\n")
-    print(result["summary_md"])
-    print("json: %s.json\nmd: %s.md" % (stem, stem))
+    result["scenario"] = "profile-B"
+    report.write_outputs(result, args.output_dir, stem=stem)
     return 0
 
 

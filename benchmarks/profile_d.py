@@ -24,7 +24,6 @@ Two measurements, each written to ``<output-dir>/<timestamp>-profile-D.*``:
 """
 import argparse
 import collections
-import json
 import os
 import re
 import shutil
@@ -492,8 +491,7 @@ def main(argv=None):
                    help="clients during the py-spy run (default 8)")
     p.add_argument("--output-dir", default=os.path.join(HERE, "results"))
     args = p.parse_args(argv)
-    os.makedirs(args.output_dir, exist_ok=True)
-    stem = os.path.join(args.output_dir, "%s-profile-D" % time.strftime("%Y%m%d-%H%M%S"))
+    stem = report.output_stem(args.output_dir, "profile-D")
     from benchmarks import run as bench_run
     result = {"scenario": "profile-D", "options": vars(args),
               "code": bench_run.code_version()}
@@ -511,12 +509,7 @@ def main(argv=None):
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     result["summary_md"] = summary_md(result)
-    with open(stem + ".json", "w") as f:
-        json.dump(result, f, indent=1, default=str)
-    with open(stem + ".md", "w") as f:
-        f.write(result["summary_md"] + "\n")
-    print(result["summary_md"])
-    print("json: %s.json\nmd: %s.md" % (stem, stem))
+    report.write_outputs(result, args.output_dir, stem=stem)
     return 0
 
 

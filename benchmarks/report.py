@@ -140,12 +140,19 @@ def markdown_table(headers, rows):
     return "\n".join(out)
 
 
-def write_outputs(result, output_dir, plot=None):
-    """Write ``<ts>-<scenario>.json``, ``.md`` and (with ``plot``) ``.png``;
-    print the summary; return the paths."""
+def output_stem(output_dir, scenario):
+    """``<output_dir>/<timestamp>-<scenario>``: the common name of one run's
+    files (taken once, so that files a run writes early, like py-spy's raw
+    samples, share it with the summary written at the end)."""
     os.makedirs(output_dir, exist_ok=True)
-    stem = os.path.join(output_dir, "%s-%s" % (time.strftime("%Y%m%d-%H%M%S"),
-                                               result["scenario"]))
+    return os.path.join(output_dir, "%s-%s" % (time.strftime("%Y%m%d-%H%M%S"), scenario))
+
+
+def write_outputs(result, output_dir, plot=None, stem=None):
+    """Write ``<stem>.json``, ``.md`` and (with ``plot``) ``.png``; print the
+    summary; return the paths.  ``stem`` defaults to a new
+    ``output_stem(output_dir, result["scenario"])``."""
+    stem = stem or output_stem(output_dir, result["scenario"])
     paths = {"json": stem + ".json", "md": stem + ".md"}
     summary = result.get("summary_md", "")
     if plot is not None:
