@@ -46,7 +46,9 @@ def init(conf, url=None):
     """Create this process's transport (idempotent).
 
     ``url`` overrides ``transport_url``; without either, the RabbitMQ default
-    ``rabbit://guest:guest@127.0.0.1:5672/`` is used.
+    ``rabbit://guest:guest@127.0.0.1:5672/`` is used.  ``volattach-inproc://``
+    is the in-process bus (``rpc.inproc``, volattach-all's default),
+    ``kombu+memory:////`` kombu's in-memory transport (``rpc.memory``).
     """
     global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER
     with _lock:
@@ -54,18 +56,32 @@ def init(conf, url=None):
             return TRANSPORT
         messaging.set_transport_defaults(control_exchange="volattach")
         url = url or _configured_url(conf) or volattach_conf.DEFAULT_TRANSPORT_URL
-        if "memory:" in url:
+        if url.startswith("kombu+memory:") or url.startswith("memory:"):
             from rpc import memory
             memory.install()
-        TRANSPORT = messaging.get_rpc_transport(conf, url=url,
-                                                allowed_remote_exmods=ALLOWED_EXMODS)
-        NOTIFICATION_TRANSPORT = messaging.get_notification_transport(
-            conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
+        TRANSPORT = _transport(conf, url, notification=False)
+        NOTIFICATION_TRANSPORT = _transport(conf, url, notification=True)
         # [oslo_messaging_notifications] driver decides (none by default;
         # messagingv2 publishes on the notification topics)
         NOTIFIER = messaging.Notifier(NOTIFICATION_TRANSPORT,
                                       serializer=RequestContextSerializer())
         return TRANSPORT
+
+
+def _transport(conf, url, notification):
+    """oslo's RPC or notification transport for ``url``, its driver loaded by
+    its entry point; the in-process driver is built directly when its entry
+    point is not installed (a source tree used without ``pip install -e .``)."""
+    factory = (messaging.get_notification_transport if notification
+               else messaging.get_rpc_transport)
+    try:
+        return factory(conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
+    except messaging.DriverLoadFailure:
+        from rpc import inproc
+        if not inproc.is_inproc_url(url):
+            raise
+        return inproc.make_transport(conf, url, notification=notification,
+                                     allowed_remote_exmods=ALLOWED_EXMODS)
 
 
 def _configured_url(conf):

@@ -14,7 +14,10 @@ from oslo_log import log as logging
 CONF = cfg.CONF
 
 DEFAULT_TRANSPORT_URL = "rabbit://guest:guest@127.0.0.1:5672/"
-MEMORY_TRANSPORT_URL = "kombu+memory:////"
+# volattach-all's bus when transport_url is not set: the in-process
+# oslo.messaging driver (rpc/inproc.py; "kombu+memory:////" still selects
+# kombu's in-memory transport, rpc/memory.py)
+MEMORY_TRANSPORT_URL = "volattach-inproc://"
 
 default_opts = [
     cfg.StrOpt("state_path",

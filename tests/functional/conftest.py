@@ -1,10 +1,14 @@
 """Functional tests: every role in this one process (volattach-all's
-AllInOne) over oslo.messaging's in-memory transport and SQLite, the compute
-API and the volume service served over real HTTP on loopback ports.
+AllInOne) over the in-process oslo.messaging driver (``rpc.inproc``,
+volattach-all's default) and SQLite, the compute API and the volume service
+served over real HTTP on loopback ports.
 
 One deployment per test module (``deployment`` fixture), a fresh state
-directory each time.  ``api`` and ``volumes`` are small HTTP clients that
-speak as a project (noauth tokens).
+directory each time; a module sets ``CONF_OVERRIDES`` for options of its
+own and ``TRANSPORT_URL`` for another in-process bus
+(``test_kombu_memory_transport`` runs on ``kombu+memory:////``).  ``api``
+and ``volumes`` are small HTTP clients that speak as a project (noauth
+tokens).
 """
 import pytest
 
@@ -33,6 +37,15 @@ def _configure(state_path, overrides=None):
     return settings
 
 
+def _register_transport_opts():
+    from oslo_config import cfg
+    from oslo_messaging import transport as messaging_transport
+    try:
+        CONF.transport_url
+    except cfg.NoSuchOptError:
+        CONF.register_opts(messaging_transport._transport_opts)
+
+
 def _unconfigure(settings):
     for (group, name) in settings:
         CONF.clear_override(name, group=group)
@@ -41,14 +54,22 @@ def _unconfigure(settings):
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory, request):
     from volattach.cmd.all import AllInOne
-    overrides = getattr(request.module, "CONF_OVERRIDES", None)
+    from volattach import conf as volattach_conf
+    overrides = dict(getattr(request.module, "CONF_OVERRIDES", None) or {})
+    transport_url = getattr(request.module, "TRANSPORT_URL", None)
+    if transport_url:
+        _register_transport_opts()
+        overrides[(None, "transport_url")] = transport_url
     settings = _configure(tmp_path_factory.mktemp("state"), overrides)
     from db import engine as db_engine
     db_engine.dispose_all()
     deployment = AllInOne(CONF).start()
     import rpc
-    # every role in this process: never a broker shared with other processes
-    assert str(rpc.TRANSPORT._driver._url).startswith("kombu+memory:")
+    # every role in this process, never a broker shared with other
+    # processes: volattach-all's default bus unless the module chose one
+    expected = transport_url or volattach_conf.MEMORY_TRANSPORT_URL
+    assert (str(rpc.TRANSPORT._driver._url).split(":")[0]
+            == expected.split(":")[0])
     deployment.api_url = "http://127.0.0.1:%d" % CONF.api.port
     deployment.volume_url = "http://127.0.0.1:%d" % CONF.volume.port
     try:

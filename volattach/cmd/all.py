@@ -1,11 +1,12 @@
 """volattach-all: every role in one process, on embedded defaults.
 
 The compute API, the conductor, the computes named by ``[all]
-compute_hosts`` and the volume service, on SQLite and oslo.messaging's
-in-memory transport (``kombu+memory:////``) unless the configuration says
-otherwise.  The README's first command runs this.  The API is served by a
-threaded WSGI server in this process (gunicorn would fork, and the in-memory
-transport does not cross processes).
+compute_hosts`` and the volume service, on SQLite and the in-process
+oslo.messaging driver (``volattach-inproc://``, ``rpc/inproc.py``) unless the
+configuration says otherwise (``transport_url``: ``kombu+memory:////`` for
+kombu's in-memory transport, or a RabbitMQ URL).  The README's first command
+runs this.  The API is served by a threaded WSGI server in this process
+(gunicorn would fork, and an in-process bus does not cross processes).
 """
 import logging
 import sys
