@@ -191,12 +191,14 @@ def instrument(counters):
             return f
         setattr(mod, func_name, make_json(orig, func_name))
 
-    import socketserver
-    orig_thread = socketserver.ThreadingMixIn.process_request_thread
-    socketserver.ThreadingMixIn.process_request_thread = counters.wrap_role(
-        lambda self, request, address: "http-server:%s (thread, parsing, writing)" % (
-            "volume" if type(self).__module__.startswith("volume") else "api"),
-        orig_thread)
+    # the keep-alive server serves many requests per connection thread:
+    # charge its own work (parsing, writing) per request
+    from volattach import wsgi_server
+    orig_request = wsgi_server.KeepAliveHandler.handle_one_request
+    wsgi_server.KeepAliveHandler.handle_one_request = counters.wrap_role(
+        lambda self: "http-server:%s (parsing, writing)" % (
+            "volume" if type(self.server).__module__.startswith("volume") else "api"),
+        orig_request)
 
     orig_cycle = load.one_cycle
     load.one_cycle = counters.wrap_role(lambda *a, **k: "client (benchmark)", orig_cycle)

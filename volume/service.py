@@ -11,12 +11,11 @@ gunicorn.  ``volattach-all`` serves it in a thread of its own process::
     server.shutdown()   # stops serving, closes the socket, stops heartbeat
 """
 import os
-import socketserver
 import threading
-from wsgiref import simple_server
 
 from oslo_log import log as logging
 
+from volattach import wsgi_server
 from volume import manager as manager_mod
 from volume import wsgi
 from volume.db import engine as db_engine
@@ -70,18 +69,13 @@ def start_heartbeat(conf, manager=None):
     return heartbeat
 
 
-class _RequestHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, fmt, *args):
-        LOG.debug("%s - %s", self.address_string(), fmt % args)
-
-
-class VolumeWSGIServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
-    """A threaded wsgiref server; ``shutdown`` also closes the socket and
+class VolumeWSGIServer(wsgi_server.WSGIServer):
+    """The HTTP/1.1 keep-alive server of ``volattach.wsgi_server`` that
+    logs each request at DEBUG; ``shutdown`` also closes the socket and
     stops the heartbeat."""
 
-    daemon_threads = True
-    allow_reuse_address = True
     heartbeat = None
+    access_log = LOG
 
     @property
     def port(self):
@@ -105,15 +99,12 @@ def serve_in_thread(conf, host=None, port=None, heartbeat=True):
     free port, see ``server.port``).  Returns ``(server, thread)``.
     """
     manager = manager_mod.VolumeManager(conf)
-    server = simple_server.make_server(
-        host or conf.volume.listen,
+    server = wsgi_server.serve_in_thread(
+        wsgi.make_app(conf, manager), host or conf.volume.listen,
         conf.volume.port if port is None else port,
-        wsgi.make_app(conf, manager),
-        server_class=VolumeWSGIServer, handler_class=_RequestHandler)
-    thread = threading.Thread(target=server.serve_forever,
-                              kwargs={"poll_interval": 0.1},
-                              name="volattach-volume-wsgi", daemon=True)
-    thread.start()
+        name="volattach-volume-wsgi", server_class=VolumeWSGIServer,
+        poll_interval=0.1)
+    thread = server.thread
     if heartbeat:
         server.heartbeat = start_heartbeat(conf, manager)
     LOG.info("Volume service listening on %s", server.url)

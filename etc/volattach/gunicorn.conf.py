@@ -45,7 +45,10 @@ wsgi_app = "api.wsgi:application"
 bind = [f"{_host}:{_api.port}"]
 workers = _api.workers
 threads = _api.threads
-worker_class = "gthread" if threads > 1 else "sync"
+# gthread even with one thread: it keeps client connections alive
+# (``keepalive`` seconds), where the sync worker closes every one after its
+# response (as volattach/wsgi_server.py's ``run``).
+worker_class = "gthread"
 timeout = 120
 graceful_timeout = 10
 # Each worker builds its own RPC transport and database engine after the
