@@ -9,8 +9,12 @@ volumes and attachments (others are "not found"); an admin sees all.
 A call that fails (bad connector, refused reservation, missing volume)
 changes nothing: the connector is checked before the transaction and the
 connection is built inside it, so an error rolls the reservation back.
+
+Reads of the volume and attachment views are one statement each
+(``Database.read_single``); an attachment change first reads and locks the
+attachment with its volume (``db.attachment_lock``), then writes only what
+changes, and answers from the values it wrote (no read back).
 """
-import json
 import threading
 
 from oslo_log import log as logging
@@ -153,24 +157,13 @@ class VolumeManager:
         accepted["attachments"] = []
         return accepted
 
-    def _with_attachments(self, conn, vols):
-        by_volume = db.attachments_by_volume(
-            conn, [v["id"] for v in vols], statuses=[states.ATT_ATTACHED])
-        for vol in vols:
-            vol["attachments"] = by_volume[vol["id"]]
-        return vols
-
     def volume_get(self, ctx, volume_id):
-        def get(conn):
-            vol = db.volume_get(conn, volume_id, _scope(ctx))
-            return self._with_attachments(conn, [vol])[0]
-        return self.db.read(get)
+        """The volume with its attached attachments."""
+        return self.db.read_single(db.volume_get_with_attachments,
+                                   volume_id, _scope(ctx))
 
     def volume_list(self, ctx, all_tenants=False):
-        def list_(conn):
-            vols = db.volume_list(conn, _scope(ctx, all_tenants))
-            return self._with_attachments(conn, vols)
-        return self.db.read(list_)
+        return self.db.read_single(db.volume_list, _scope(ctx, all_tenants))
 
     def volume_delete(self, ctx, volume_id):
         def delete(conn):
@@ -234,15 +227,20 @@ class VolumeManager:
     # -- attachments ----------------------------------------------------------
 
     def _connect(self, conn, volume, attachment, connector):
-        """Build the connection inside the caller's transaction."""
+        """Build the connection inside the caller's transaction; returns
+        the connected attachment."""
         mode = states.attach_mode_for(volume["readonly"],
                                       attachment["attach_mode"],
                                       connector.get("mode"))
         info = self.backend.initialize_connection(
             volume, attachment["id"], connector, mode)
-        db.attachment_specs_set(conn, attachment["id"], connector)
+        # Only a connect stores a connector, and it moves the attachment
+        # out of reserved for good: a reserved one has none yet.
+        db.attachment_specs_set(
+            conn, attachment["id"], connector,
+            known_empty=attachment["attach_status"] == states.ATT_RESERVED)
         mountpoint = connector.get("mountpoint")
-        db.attachment_update(conn, attachment["id"], {
+        written = db.attachment_update(conn, attachment["id"], {
             "attach_status": (states.ATT_ATTACHED
                               if attachment["attach_status"]
                               == states.ATT_ATTACHED
@@ -250,9 +248,10 @@ class VolumeManager:
             "attach_mode": mode,
             "attached_host": connector["host"],
             "mountpoint": str(mountpoint) if mountpoint else None,
-            "connection_info": json.dumps(info),
+            "connection_info": info,
             "attach_time": db.utcnow(),
         })
+        return dict(attachment, **written)
 
     def attachment_create(self, ctx, volume_id, instance_uuid=None,
                           connector=None, mode=None):
@@ -262,72 +261,73 @@ class VolumeManager:
         scope = _scope(ctx)
 
         def create(conn):
-            reserved = db.volume_reserve(conn, volume_id, scope)
-            volume = db.volume_get(conn, volume_id, scope,
-                                   for_update=not reserved)
-            if not reserved and not (
-                    instance_uuid
-                    and volume["status"] in states.SAME_INSTANCE_RESERVABLE
-                    and db.attachment_exists(conn, volume_id, instance_uuid)):
-                raise exception.InvalidVolume(reason=states.reserve_refused(
-                    volume_id, volume["status"], volume["multiattach"]))
+            volume = db.volume_reserve(conn, volume_id, scope)
+            reserved = volume is not None
+            if not reserved:
+                volume = db.volume_get(conn, volume_id, scope,
+                                       for_update=True)
+                if not (instance_uuid
+                        and volume["status"]
+                        in states.SAME_INSTANCE_RESERVABLE
+                        and db.attachment_exists(conn, volume_id,
+                                                 instance_uuid)):
+                    raise exception.InvalidVolume(
+                        reason=states.reserve_refused(
+                            volume_id, volume["status"],
+                            volume["multiattach"]))
             attachment = db.attachment_create(conn, {
                 "volume_id": volume_id, "project_id": volume["project_id"],
                 "instance_uuid": instance_uuid,
                 "attach_status": states.ATT_RESERVED, "attach_mode": mode,
             })
             if connector:
-                self._connect(conn, volume, attachment, connector)
+                attachment = self._connect(conn, volume, attachment,
+                                           connector)
             # Cinder: a reservation moves an available (or in-use
             # multiattach) volume to reserved; one made beside attachments
             # still reserved or attaching leaves the status to them.
             if connector:
-                transition = states.ATTACHING
+                db.volume_set_attach_status(conn, volume_id,
+                                            states.ATTACHING)
             elif reserved and volume["status"] in states.RESERVE_TRANSITIONS:
-                transition = states.RESERVED
+                db.volume_set_attach_status(conn, volume_id, states.RESERVED)
             else:
-                transition = None
-            db.volume_sync_status(conn, volume_id, transition=transition)
-            return db.attachment_get(conn, attachment["id"])
+                db.volume_sync_status(conn, volume_id)
+            return attachment
 
         return self.db.write(create)
-
-    def _lock_attachment(self, conn, ctx, attachment_id):
-        """(attachment, volume) with the volume row locked."""
-        attachment = db.attachment_get(conn, attachment_id, _scope(ctx))
-        volume = db.volume_lock(conn, attachment["volume_id"])
-        # Re-read under the lock: it may have changed or gone meanwhile.
-        return db.attachment_get(conn, attachment_id), volume
 
     def attachment_update(self, ctx, attachment_id, connector):
         """Connect a reserved attachment to the host of ``connector``."""
         self.backend.check_connector(connector)
 
         def update(conn):
-            attachment, volume = self._lock_attachment(conn, ctx,
-                                                       attachment_id)
+            attachment, volume = db.attachment_lock(conn, attachment_id,
+                                                    _scope(ctx))
             if attachment["attach_status"] not in states.CONNECTABLE:
                 raise exception.InvalidVolume(
                     reason="Attachment %s is %s and cannot be updated."
                     % (attachment_id, attachment["attach_status"]))
-            self._connect(conn, volume, attachment, connector)
-            db.volume_sync_status(conn, volume["id"], transition=(
-                None if attachment["attach_status"] == states.ATT_ATTACHED
+            connected = self._connect(conn, volume, attachment, connector)
+            # An attached attachment stays attached (the volume is in-use
+            # because of it); any other is now attaching.
+            db.volume_set_attach_status(conn, volume["id"], (
+                states.IN_USE
+                if attachment["attach_status"] == states.ATT_ATTACHED
                 else states.ATTACHING))
             # unlike real Cinder, answer with the connected attachment and
             # its shared connections: no GET needed after the PUT
-            updated = db.attachment_get(conn, attachment_id)
-            updated["shared_connections_by_attachment"] = (
-                db.attachment_shared_with(conn, updated))
-            return updated
+            connected["shared_connections_by_attachment"] = (
+                db.attachment_shared_with(conn, connected, volume))
+            return connected
 
         return self.db.write(update)
 
     def attachment_complete(self, ctx, attachment_id):
         """Mark the attachment attached (the volume becomes in-use)."""
         def complete(conn):
-            attachment, volume = self._lock_attachment(conn, ctx,
-                                                       attachment_id)
+            attachment, volume = db.attachment_lock(conn, attachment_id,
+                                                    _scope(ctx))
             if attachment["attach_status"] not in states.COMPLETABLE:
                 raise exception.InvalidVolume(
                     reason="Attachment %s is %s and cannot be completed."
@@ -336,46 +336,42 @@ class VolumeManager:
                 "attach_status": states.ATT_ATTACHED,
                 "attach_time": attachment["attach_time"] or db.utcnow(),
             })
-            db.volume_sync_status(conn, volume["id"])
+            # One attached attachment makes the volume in-use, whatever
+            # the others are (states.status_from_attachments).
+            db.volume_set_attach_status(conn, volume["id"], states.IN_USE)
 
         self.db.write(complete)
 
     def attachment_delete(self, ctx, attachment_id):
         """Delete the attachment; returns the volume's remaining ones."""
         def delete(conn):
-            attachment, volume = self._lock_attachment(conn, ctx,
-                                                       attachment_id)
+            attachment, volume = db.attachment_lock(conn, attachment_id,
+                                                    _scope(ctx))
             if attachment["attach_status"] in states.CONNECTED:
                 connector = db.attachment_specs_get(conn, attachment_id)
                 self.backend.terminate_connection(volume, attachment,
                                                   connector)
             db.attachment_delete(conn, attachment_id)
-            db.volume_sync_status(conn, volume["id"])
-            return db.attachment_list(conn, volume_id=volume["id"])
+            remaining = db.attachment_list(conn, volume_id=volume["id"])
+            db.volume_set_attach_status(
+                conn, volume["id"], states.status_from_attachments(
+                    a["attach_status"] for a in remaining))
+            return remaining
 
         return self.db.write(delete)
 
     def attachment_get(self, ctx, attachment_id):
         """The attachment, with ``shared_connections_by_attachment``."""
-        def get(conn):
-            attachment = db.attachment_get(conn, attachment_id, _scope(ctx))
-            attachment["shared_connections_by_attachment"] = (
-                db.attachment_shared_with(conn, attachment))
-            return attachment
-        return self.db.read(get)
+        return self.db.read_single(db.attachment_get_with_shared,
+                                   attachment_id, _scope(ctx))
 
     def attachment_list(self, ctx, volume_id=None, instance_id=None,
                         detail=False, all_tenants=False):
-        def list_(conn):
-            items = db.attachment_list(conn, _scope(ctx, all_tenants),
-                                       volume_id=volume_id,
-                                       instance_id=instance_id)
-            if detail:
-                for attachment in items:
-                    attachment["shared_connections_by_attachment"] = (
-                        db.attachment_shared_with(conn, attachment))
-            return items
-        return self.db.read(list_)
+        """Attachments (``detail``: each with
+        ``shared_connections_by_attachment``)."""
+        return self.db.read_single(
+            db.attachment_list, _scope(ctx, all_tenants),
+            volume_id=volume_id, instance_id=instance_id, with_shared=detail)
 
     def attachment_connector(self, ctx, attachment_id):
         """The stored connector of an attachment (from attachment_specs)."""

@@ -5,6 +5,7 @@ The range (3.0 to 3.71) is that of Cinder 29.  The named versions below are
 the ones this service's handlers and views gate on; every other microversion
 in the range is accepted and behaves like the nearest lower one.
 """
+import functools
 import re
 
 import microversion_parse
@@ -12,6 +13,9 @@ import microversion_parse
 SERVICE_TYPE = "volume"
 HEADER = "OpenStack-API-Version"
 LEGACY_HEADER = "OpenStack-Volume-microversion"
+
+
+_VERSION_RE = re.compile(r"\s*([1-9]\d*)\.(0|[1-9]\d*)\s*")
 
 
 class Version(tuple):
@@ -25,7 +29,7 @@ class Version(tuple):
 
     @classmethod
     def parse(cls, text):
-        match = re.fullmatch(r"\s*([1-9]\d*)\.(0|[1-9]\d*)\s*", text or "")
+        match = _VERSION_RE.fullmatch(text or "")
         if not match:
             raise ValueError(text)
         return cls(match.group(1), match.group(2))
@@ -60,8 +64,21 @@ def negotiate(headers):
 
     Missing header: MIN_VERSION.  ``latest``: MAX_VERSION.
     """
+    folded = {name.lower(): value for name, value in headers.items()}
+    return negotiate_header_values(folded.get(HEADER.lower()),
+                                   folded.get(LEGACY_HEADER.lower()))
+
+
+@functools.lru_cache(maxsize=256)
+def negotiate_header_values(standard, legacy):
+    """The microversion of a request whose ``OpenStack-API-Version`` and
+    legacy headers have these values (None: absent).  Cached: clients send
+    a handful of distinct values (errors are not cached)."""
+    headers = {HEADER: standard, LEGACY_HEADER: legacy}
     requested = microversion_parse.get_version(
-        headers, SERVICE_TYPE, legacy_headers=[LEGACY_HEADER])
+        {name: value for name, value in headers.items()
+         if value is not None},
+        SERVICE_TYPE, legacy_headers=[LEGACY_HEADER])
     if requested is None:
         return MIN_VERSION
     if requested.strip().lower() == "latest":
@@ -79,5 +96,6 @@ def negotiate(headers):
     return version
 
 
+@functools.lru_cache(maxsize=None)
 def response_header_value(version):
     return "%s %s" % (SERVICE_TYPE, version)

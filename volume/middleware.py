@@ -36,7 +36,8 @@ class MicroversionMiddleware:
 
     def process_request(self, req, resp):
         try:
-            req.context.version = mv.negotiate(req.headers)
+            req.context.version = mv.negotiate_header_values(
+                req.get_header(mv.HEADER), req.get_header(mv.LEGACY_HEADER))
         except mv.InvalidVersionString as exc:
             raise falcon.HTTPBadRequest(description=str(exc))
         except mv.VersionNotAcceptable as exc:

@@ -6,7 +6,6 @@ timestamps that are unset print as ``""`` and an unset ``attach_mode`` as
 the string ``"null"`` (Cinder's quirks, kept for its clients).
 """
 import datetime
-import json
 
 from volume import microversion as mv
 
@@ -118,7 +117,7 @@ def attachment_detail(att):
         "attached_at": _att_time(att["attach_time"]),
         "detached_at": _att_time(att["detach_time"]),
         "attach_mode": att["attach_mode"] or "null",
-        "connection_info": json.loads(att["connection_info"] or "{}"),
+        "connection_info": att["connection_info"] or {},
     })
     if "shared_connections_by_attachment" in att:
         view["shared_connections_by_attachment"] = (

@@ -35,8 +35,8 @@ def db_sync(connection_url, revision="head"):
     engine = db_engine.create_engine(connection_url)
     try:
         with engine.connect() as conn:
-            conn.execution_options(volattach_begin_immediate=True)
             with conn.begin():
+                db_engine.begin(conn, immediate=True)
                 if conn.dialect.name == "postgresql":
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"),
                                  {"k": _ADVISORY_LOCK_KEY})

@@ -435,8 +435,10 @@ def test_connector_stored_as_attachment_specs(api, volume_conf):
 
 # -- shared host connections --------------------------------------------------
 
-def test_shared_connections_with_shared_targets(tmp_path):
-    api = build_api(make_conf(tmp_path, shared_targets=True))
+@BOTH_DBS
+def test_shared_connections_with_shared_targets(tmp_path, db_url):
+    api = build_api(make_conf(tmp_path, shared_targets=True,
+                              connection=db_url))
     vols = [api.create_volume() for _ in range(3)]
     assert api.volume(vols[0]["id"])["shared_targets"] is True
     a1 = api.attach(vols[0]["id"], INSTANCE_A, "compute-1")
@@ -464,6 +466,14 @@ def test_shared_connections_with_shared_targets(tmp_path):
 
     api.delete("/attachments/%s" % a2)
     assert api.attachment(a1)["shared_connections_by_attachment"] == []
+
+    # The PUT answers with the connection's sharers too.
+    a5 = api.reserve(api.create_volume()["id"],
+                     INSTANCE_B).json["attachment"]["id"]
+    r = api.put("/attachments/%s" % a5,
+                {"attachment": {"connector": connector("compute-1")}})
+    assert r.json["attachment"]["shared_connections_by_attachment"] == [a1]
+    assert api.attachment(a1)["shared_connections_by_attachment"] == [a5]
 
 
 def test_no_shared_connections_without_shared_targets(api):

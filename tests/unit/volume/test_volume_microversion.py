@@ -38,3 +38,16 @@ def test_versions_compare_numerically():
     assert mv.Version(3, 9) < mv.Version(3, 27) < mv.Version(3, 100)
     assert str(mv.Version.parse("3.44")) == "3.44"
     assert mv.NEW_ATTACH < mv.ATTACHMENT_COMPLETE < mv.ATTACHMENT_MODE
+
+
+def test_header_values_negotiation_is_cached_but_errors_are_not():
+    mv.negotiate_header_values.cache_clear()
+    assert mv.negotiate_header_values("volume 3.44", None) == (3, 44)
+    assert mv.negotiate_header_values(None, "3.54") == (3, 54)
+    assert mv.negotiate_header_values(None, None) == (3, 0)
+    assert mv.negotiate_header_values("volume 3.44", None) == (3, 44)
+    assert mv.negotiate_header_values.cache_info().hits == 1
+    for _ in range(2):
+        with pytest.raises(mv.VersionNotAcceptable):
+            mv.negotiate_header_values("volume 3.99", None)
+    assert mv.negotiate_header_values.cache_info().currsize == 3
