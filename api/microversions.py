@@ -158,6 +158,10 @@ VERSIONS = [
 
 _VERSION_RE = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
 
+# HEADER and LEGACY_HEADER as keys of a WSGI environ
+_ENVIRON_KEYS = tuple("HTTP_" + name.upper().replace("-", "_")
+                      for name in (HEADER, LEGACY_HEADER))
+
 
 class InvalidMicroversion(exception.Invalid):
     msg_fmt = ("API Version String %(version)s is of invalid format. Must be "
@@ -191,7 +195,14 @@ class Version:
         if isinstance(other, Version):
             return other
         if isinstance(other, str):
-            return Version.parse(other)
+            # the handlers and views compare with a few literal strings
+            # ("2.89"), many times per request: parse each once
+            version = _PARSED.get(other)
+            if version is None:
+                version = Version.parse(other)
+                if len(_PARSED) < _PARSED_MAX:
+                    _PARSED[other] = version
+            return version
         return NotImplemented
 
     def _key(self):
@@ -225,6 +236,9 @@ class Version:
         return "Version(%s)" % self
 
 
+_PARSED = {}
+_PARSED_MAX = 512
+
 MIN_VERSION = Version.parse(VERSIONS[0][0])
 MAX_VERSION = Version.parse(VERSIONS[-1][0])
 DEFAULT_VERSION = MIN_VERSION
@@ -235,8 +249,9 @@ def negotiate(headers):
 
     Raises InvalidMicroversion (400) or MicroversionNotAcceptable (406).
     """
-    if any(key.startswith("HTTP_") for key in headers):
-        headers = microversion_parse.headers_from_wsgi_environ(headers)
+    if "REQUEST_METHOD" in headers:
+        # a WSGI environ: only these two headers can carry the version
+        headers = {key: headers[key] for key in _ENVIRON_KEYS if key in headers}
     text = microversion_parse.get_version(
         headers, service_type=SERVICE_TYPE, legacy_headers=[LEGACY_HEADER])
     if text is None:

@@ -213,10 +213,22 @@ def validate_body(version, versioned, body):
     return body
 
 
+# id(schema) -> schema, for the schemas that accept an empty query (the
+# schema is kept so that its id cannot be reused by another object)
+_empty_query_valid = {}
+
+
 def validate_query(version, versioned, query):
     """Validate ``{name: [values]}``; drop unknown names where allowed."""
     schema = select(version, versioned)
     if schema is None:
+        return query
+    if not query:
+        # most requests have no query string: whether a schema accepts an
+        # empty one never changes, so ask jsonschema once per schema
+        if _empty_query_valid.get(id(schema)) is not schema:
+            validate(schema, query, is_body=False)
+            _empty_query_valid[id(schema)] = schema
         return query
     validate(schema, query, is_body=False)
     if schema.get("additionalProperties", True) is not False:

@@ -82,6 +82,8 @@ class API:
             volume_api = cinder.VolumeAPI()
         self.volume_api = volume_api
         self.compute_task_api = compute_task_api or conductor_api.ComputeTaskAPI()
+        # computes seen up a moment ago (volattach.servicegroup.UpCache)
+        self._computes_up = servicegroup.UpCache()
 
     # -- checks -------------------------------------------------------------------------
     @staticmethod
@@ -121,9 +123,27 @@ class API:
             instance = objects.Instance.get_by_uuid(context, server_id)
         except exception.InstanceNotFound:
             raise exception.InstanceNotFound(instance_id=server_id)
+        self._check_visible(context, instance, server_id)
+        return instance
+
+    def get_with_bdms(self, context, server_id):
+        """``get`` and the server's block device mappings (a list, in id
+        order) in one database round: the volume requests need both.  Pass
+        the mappings on to ``get_volume_attachment(s)``, ``attach_volume``
+        and ``detach_volume`` (``bdms=``) so that they do not read them
+        again."""
+        try:
+            instance, bdms = objects.Instance.get_by_uuid_with_bdms(context, server_id)
+        except exception.InstanceNotFound:
+            raise exception.InstanceNotFound(instance_id=server_id)
+        self._check_visible(context, instance, server_id)
+        return instance, list(bdms)
+
+    @staticmethod
+    def _check_visible(context, instance, server_id):
+        """Another project's server does not exist, unless for an admin."""
         if not context.is_admin and instance.project_id != context.project_id:
             raise exception.InstanceNotFound(instance_id=server_id)
-        return instance
 
     def get_all(self, context, search_opts=None, limit=None, marker=None):
         opts = dict(search_opts or {})
@@ -325,7 +345,7 @@ class API:
         self._check_state(instance, "delete", (instance.vm_state,),
                           DELETE_INTERRUPTIBLE_TASK_STATES)
         objects.InstanceAction.action_start(context, instance.uuid, instance_action.DELETE)
-        if instance.host and self._host_is_up(context, instance.host):
+        if instance.host and self._host_is_up(context, instance.host, cached=False):
             instance.task_state = "deleting"
             try:
                 instance.save(expected_task_state=list(DELETE_INTERRUPTIBLE_TASK_STATES))
@@ -349,24 +369,42 @@ class API:
         except exception.InstanceNotFound:
             pass
 
-    @staticmethod
-    def _host_is_up(context, host):
-        service = objects.Service.get_by_host_and_binary(context.elevated(), host,
-                                                         "volattach-compute")
-        return service is not None and servicegroup.is_up(service)
+    def _host_is_up(self, context, host, cached=True):
+        """Whether ``host``'s compute service is up.  ``cached``: a row seen
+        up less than servicegroup.UP_CACHE_SECONDS ago counts (UpCache: the
+        volume operations, on every attach and detach); a server's delete
+        reads the row (it deletes locally what a down compute holds)."""
+        def load():
+            return objects.Service.get_by_host_and_binary(
+                context.elevated(), host, "volattach-compute")
+        if not cached:
+            service = load()
+            return service is not None and servicegroup.is_up(service)
+        return self._computes_up.is_up((host, "volattach-compute"), load)
+
+    def _bdms(self, context, instance, bdms=None):
+        """The server's mappings: ``bdms`` when the caller read them with
+        the server (``get_with_bdms``), else from the database."""
+        if bdms is not None:
+            return bdms
+        return objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)
 
     # -- volume attachments -------------------------------------------------------------
-    def get_volume_attachments(self, context, instance):
-        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)
-        return [b for b in bdms if b.is_volume]
+    def get_volume_attachments(self, context, instance, bdms=None):
+        return [b for b in self._bdms(context, instance, bdms) if b.is_volume]
 
-    def get_volume_attachment(self, context, instance, volume_id):
-        try:
-            bdm = objects.BlockDeviceMapping.get_by_volume_and_instance(
-                context, volume_id, instance.uuid)
-        except exception.VolumeBDMNotFound:
-            raise exception.VolumeBDMNotFound(volume_id=volume_id)
-        if not bdm.is_volume:
+    def get_volume_attachment(self, context, instance, volume_id, bdms=None):
+        if bdms is not None:
+            # what the query below answers: the first mapping (id order)
+            # of this volume on this server
+            bdm = next((b for b in bdms if b.volume_id == volume_id), None)
+        else:
+            try:
+                bdm = objects.BlockDeviceMapping.get_by_volume_and_instance(
+                    context, volume_id, instance.uuid)
+            except exception.VolumeBDMNotFound:
+                bdm = None
+        if bdm is None or not bdm.is_volume:
             raise exception.VolumeBDMNotFound(volume_id=volume_id)
         return bdm
 
@@ -376,11 +414,12 @@ class API:
 
     def attach_volume(self, context, instance, volume_id, device=None, tag=None,
                       delete_on_termination=False, supports_multiattach=False,
-                      wait=True, allow_shelved=True, attach_mode="rw"):
+                      wait=True, allow_shelved=True, attach_mode="rw", bdms=None):
         """Attach a volume; returns the device name when ``wait`` (below
         2.101), None when the workflow is cast (2.101+).  ``allow_shelved``
         is False below microversion 2.20.  ``attach_mode`` ``ro`` (2.105)
-        needs a compute that honours it (409 otherwise)."""
+        needs a compute that honours it (409 otherwise).  ``bdms``: the
+        server's mappings as ``get_with_bdms`` read them (else read here)."""
         if attach_mode not in ("ro", "rw"):
             raise exception.InvalidInput(reason="attach_mode must be ro or rw")
         self._check_locked(context, instance)
@@ -393,8 +432,7 @@ class API:
             raise exception.VolumeTaggedAttachToShelvedNotSupported()
         if offloaded and volume.get("multiattach"):
             raise exception.MultiattachToShelvedNotSupported()
-        for bdm in objects.BlockDeviceMappingList.get_by_instance_uuid(
-                context, instance.uuid):
+        for bdm in self._bdms(context, instance, bdms):
             if bdm.volume_id == volume_id:
                 raise exception.InvalidVolume(reason="volume %s already attached" % volume_id)
         self._check_volume_attachable(volume)
@@ -472,10 +510,10 @@ class API:
             raise
         return None
 
-    def detach_volume(self, context, instance, volume_id, allow_shelved=True):
+    def detach_volume(self, context, instance, volume_id, allow_shelved=True, bdms=None):
         self._check_locked(context, instance)
         self._check_state(instance, "detach_volume", self._volume_vm_states(allow_shelved))
-        bdm = self.get_volume_attachment(context, instance, volume_id)
+        bdm = self.get_volume_attachment(context, instance, volume_id, bdms=bdms)
         if bdm.is_root:
             raise exception.CannotDetachRootVolume()
         if instance.vm_state == instance_obj.SHELVED_OFFLOADED:

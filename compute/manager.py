@@ -36,7 +36,7 @@ def _mode(bdm):
 
 
 class ComputeManager:
-    target = messaging.Target(version="1.3")
+    target = messaging.Target(version="1.4")
 
     def __init__(self, host, driver):
         self.host = host
@@ -60,26 +60,69 @@ class ComputeManager:
 
     # -- device names -----------------------------------------------------------
     def reserve_block_device_name(self, context, instance, device, volume_id,
-                                  tag=None, delete_on_termination=False):
-        """Pick the next free device name and create the volume's BDM."""
+                                  tag=None, delete_on_termination=False,
+                                  bdms=None):
+        """Pick the next free device name and create the volume's BDM.
+
+        ``bdms`` (compute RPC 1.4) is the server's mappings as the conductor
+        read them just before the call: the name is picked from them and
+        the BDM created in one call back to the conductor, which writes it
+        only if no mapping was added since.  When one was (a concurrent
+        attach got the lock first), or when the list fails a check (it may
+        be stale), or without ``bdms`` (an older conductor), the mappings
+        are read again through the conductor and decide, as before 1.4.
+        """
         with locks.lock(instance.uuid):
+            if bdms is not None:
+                bdm = self._reserve_from_listing(context, instance, device,
+                                                 volume_id, tag,
+                                                 delete_on_termination, bdms)
+                if bdm is not None:
+                    return bdm
             bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
                 context, instance.uuid)
-            if any(b.volume_id == volume_id for b in bdms):
-                raise exception.VolumeAlreadyAttached(volume_id=volume_id,
-                                                      server_id=instance.uuid)
-            limit = CONF.compute.max_disk_devices_to_attach
-            if limit >= 0 and len(bdms) >= limit:
-                raise exception.TooManyDiskDevices(maximum=limit)
-            used = [b.device_name for b in bdms if b.device_name]
-            name = self.driver.get_device_name_for_instance(instance, used, device)
-            bdm = objects.BlockDeviceMapping(
-                context, uuid=str(uuidlib.uuid4()), instance_uuid=instance.uuid,
-                source_type="volume", destination_type="volume",
-                volume_id=volume_id, device_name=name, boot_index=None,
-                tag=tag, delete_on_termination=delete_on_termination)
+            self._check_can_attach(instance, volume_id, bdms)
+            bdm = self._new_bdm(context, instance, device, volume_id, tag,
+                                delete_on_termination, bdms)
             bdm.create()
             return bdm
+
+    def _reserve_from_listing(self, context, instance, device, volume_id, tag,
+                              delete_on_termination, bdms):
+        """The BDM created from the conductor's listing ``bdms``, or None
+        when the listing cannot be trusted to decide (see the caller)."""
+        try:
+            self._check_can_attach(instance, volume_id, bdms)
+            bdm = self._new_bdm(context, instance, device, volume_id, tag,
+                                delete_on_termination, bdms)
+        except (exception.VolumeAlreadyAttached, exception.TooManyDiskDevices,
+                exception.DevicePathInUse):
+            return None
+        if not bdm.create_if_none_added([b.id for b in bdms]):
+            LOG.debug("mappings of %s changed since the conductor listed them; "
+                      "reading them again", instance.uuid)
+            return None
+        return bdm
+
+    @staticmethod
+    def _check_can_attach(instance, volume_id, bdms):
+        if any(b.volume_id == volume_id for b in bdms):
+            raise exception.VolumeAlreadyAttached(volume_id=volume_id,
+                                                  server_id=instance.uuid)
+        limit = CONF.compute.max_disk_devices_to_attach
+        if limit >= 0 and len(bdms) >= limit:
+            raise exception.TooManyDiskDevices(maximum=limit)
+
+    def _new_bdm(self, context, instance, device, volume_id, tag,
+                 delete_on_termination, bdms):
+        """The volume's BDM (not created yet), named by the driver."""
+        used = [b.device_name for b in bdms if b.device_name]
+        name = self.driver.get_device_name_for_instance(instance, used, device)
+        return objects.BlockDeviceMapping(
+            context, uuid=str(uuidlib.uuid4()), instance_uuid=instance.uuid,
+            source_type="volume", destination_type="volume",
+            volume_id=volume_id, device_name=name, boot_index=None,
+            tag=tag, delete_on_termination=delete_on_termination)
 
     # -- volumes ------------------------------------------------------------------
     def attach_volume(self, context, instance, bdm, attach_mode=None):

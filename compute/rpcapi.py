@@ -14,6 +14,12 @@ API version history:
           post_live_migration_at_destination, post_live_migration_at_source,
           rollback_live_migration_at_destination (live migration of servers
           with volumes)
+    1.4 - reserve_block_device_name takes bdms, the server's mappings as
+          the conductor just read them: the compute names the device from
+          them and creates the BDM in one call back to the conductor
+          (BlockDeviceMapping 1.2's create_if_none_added) instead of two;
+          that call needs a conductor of service version 5, which every
+          conductor is once computes run 1.4 (conductors upgrade first)
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -41,7 +47,7 @@ _CAP_TTL = 10.0
 
 
 class ComputeAPI:
-    VERSION = "1.3"
+    VERSION = "1.4"
 
     def __init__(self):
         self._cap_lock = threading.Lock()
@@ -80,11 +86,25 @@ class ComputeAPI:
 
     # -- calls ----------------------------------------------------------------------
     def reserve_block_device_name(self, ctxt, instance, device, volume_id,
-                                  tag=None, delete_on_termination=False):
-        cctxt = self._client(instance.host).prepare(version="1.0")
-        return cctxt.call(ctxt, "reserve_block_device_name", instance=instance,
-                          device=device, volume_id=volume_id, tag=tag,
-                          delete_on_termination=delete_on_termination)
+                                  tag=None, delete_on_termination=False,
+                                  bdms=None):
+        """``bdms``: the server's BlockDeviceMappingList, read by the caller
+        just before; sent to computes of 1.4 and up (older ones read it
+        themselves through the conductor)."""
+        client = self._client(instance.host)
+        kwargs = dict(instance=instance, device=device, volume_id=volume_id,
+                      tag=tag, delete_on_termination=delete_on_termination)
+        if bdms is not None and client.can_send_version("1.4"):
+            return client.prepare(version="1.4").call(
+                ctxt, "reserve_block_device_name", bdms=bdms, **kwargs)
+        return client.prepare(version="1.0").call(
+            ctxt, "reserve_block_device_name", **kwargs)
+
+    def sends_mappings_with_reserve(self, host):
+        """Whether reserve_block_device_name to ``host`` carries the
+        server's mappings (compute RPC 1.4): only then are they worth
+        reading before the call."""
+        return self._client(host).can_send_version("1.4")
 
     def attach_volume(self, ctxt, instance, bdm, attach_mode=None):
         client = self._client(instance.host)

@@ -159,9 +159,8 @@ class ComputeTaskManager:
         bdm = attachment_id = None
         plugged = False
         try:
-            bdm = self.compute_rpcapi.reserve_block_device_name(
-                context, instance, device, volume_id, tag=tag,
-                delete_on_termination=delete_on_termination)
+            bdm = self._reserve_block_device_name(
+                context, instance, device, volume_id, tag, delete_on_termination)
             attach_mode = attach_mode or "rw"
             attachment = self.volume_api.attachment_create(
                 context, volume_id, instance.uuid,
@@ -208,6 +207,20 @@ class ComputeTaskManager:
         event.success()
         notify_volume(context, "volume_attach", "end", instance, volume_id, [bdm])
         return bdm.device_name
+
+    def _reserve_block_device_name(self, context, instance, device, volume_id,
+                                   tag, delete_on_termination):
+        """The new BDM, named and created by the server's compute.  A compute
+        of RPC 1.4 gets the server's mappings with the call (read here, in
+        this process's database session) and needs one call back to the
+        conductor instead of two."""
+        bdms = None
+        if self.compute_rpcapi.sends_mappings_with_reserve(instance.host):
+            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+                context, instance.uuid)
+        return self.compute_rpcapi.reserve_block_device_name(
+            context, instance, device, volume_id, tag=tag,
+            delete_on_termination=delete_on_termination, bdms=bdms)
 
     # -- detach -----------------------------------------------------------------------
     def detach_volume(self, context, instance, volume_id):

@@ -7,7 +7,10 @@ compare-and-swap UPDATEs, so two API workers cannot both start an operation
 on one server.
 """
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import (DateTime, String, bindparam, delete, func, insert, select,
+                        update)
+
+from sqlalchemy import LABEL_STYLE_TABLENAME_PLUS_COL
 
 from db import engine as db_engine
 from db import models
@@ -27,11 +30,12 @@ def _row(obj):
     return values
 
 
-def _read(stmt):
+def _read(stmt, params=None):
     """Rows of a Core SELECT as dicts (reads skip the ORM: no identity map,
-    no entity objects; this is the API's hot path)."""
-    with db_engine.get_engine().connect() as conn:
-        return [dict(r) for r in conn.execute(stmt).mappings()]
+    no entity objects; this is the API's hot path).  One statement: no
+    transaction around it (``db_engine.lone_statement``)."""
+    with db_engine.lone_statement() as conn:
+        return [dict(r) for r in conn.execute(stmt, params).mappings()]
 
 
 def _read_one(stmt):
@@ -39,10 +43,47 @@ def _read_one(stmt):
     return rows[0] if rows else None
 
 
+def _read_first(stmt, params):
+    """The first row of a prebuilt SELECT (which has its own LIMIT 1)."""
+    rows = _read(stmt, params)
+    return rows[0] if rows else None
+
+
 _INSTANCES = models.Instance.__table__
 _BDMS = models.BlockDeviceMapping.__table__
 _SERVICES = models.Service.__table__
 _FLAVORS = models.Flavor.__table__
+_ACTIONS = models.InstanceAction.__table__
+_EVENTS = models.InstanceActionEvent.__table__
+
+# The SELECTs of every API request, built once with their values bound at
+# execution: building a statement and its cache key costs SQLAlchemy about
+# three times what running it costs (on SQLite).
+_INSTANCE_BY_UUID = (select(_INSTANCES)
+                     .where(_INSTANCES.c.uuid == bindparam("uuid"),
+                            _INSTANCES.c.deleted == 0).limit(1))
+_INSTANCE_BY_UUID_WITH_DELETED = (select(_INSTANCES)
+                                  .where(_INSTANCES.c.uuid == bindparam("uuid"))
+                                  .limit(1))
+_BDMS_BY_INSTANCES = (select(_BDMS)
+                      .where(_BDMS.c.instance_uuid.in_(
+                          bindparam("uuids", expanding=True)))
+                      .order_by(_BDMS.c.id))
+# An instance and its BDMs in one statement: one row per BDM (or a single
+# row of NULL BDM columns), the instance's columns first.
+_INSTANCE_WITH_BDMS = (
+    select(_INSTANCES, _BDMS)
+    .select_from(_INSTANCES.outerjoin(_BDMS, _BDMS.c.instance_uuid == _INSTANCES.c.uuid))
+    .where(_INSTANCES.c.uuid == bindparam("uuid"), _INSTANCES.c.deleted == 0)
+    .order_by(_BDMS.c.id)
+    .set_label_style(LABEL_STYLE_TABLENAME_PLUS_COL))
+_INSTANCE_KEYS = tuple(c.key for c in _INSTANCES.c)
+_BDM_KEYS = tuple(c.key for c in _BDMS.c)
+_ACTION_INSERT = insert(_ACTIONS)
+_SERVICE_BY_HOST_AND_BINARY = (select(_SERVICES)
+                               .where(_SERVICES.c.host == bindparam("host"),
+                                      _SERVICES.c.binary == bindparam("binary"))
+                               .limit(1))
 
 
 def _fix_keys(values):
@@ -63,8 +104,7 @@ def service_create(values):
 
 
 def service_get_by_host_and_binary(host, binary):
-    return _read_one(select(_SERVICES).where(_SERVICES.c.host == host,
-                                             _SERVICES.c.binary == binary))
+    return _read_first(_SERVICE_BY_HOST_AND_BINARY, {"host": host, "binary": binary})
 
 
 def service_get(service_id):
@@ -144,13 +184,28 @@ def instance_create(values):
 
 
 def instance_get_by_uuid(uuid, read_deleted=False):
-    q = select(_INSTANCES).where(_INSTANCES.c.uuid == uuid)
-    if not read_deleted:
-        q = q.where(_INSTANCES.c.deleted == 0)
-    row = _read_one(q)
+    row = _read_first(_INSTANCE_BY_UUID_WITH_DELETED if read_deleted
+                      else _INSTANCE_BY_UUID, {"uuid": uuid})
     if row is None:
         raise exception.InstanceNotFound(instance_id=uuid)
     return row
+
+
+def instance_get_with_bdms(uuid):
+    """A (not deleted) instance's row and its BDM rows in id order, in one
+    statement: what every API request about one server's volumes needs
+    first.  InstanceNotFound when there is no such instance."""
+    with db_engine.lone_statement() as conn:
+        rows = conn.execute(_INSTANCE_WITH_BDMS, {"uuid": uuid}).all()
+    if not rows:
+        raise exception.InstanceNotFound(instance_id=uuid)
+    split = len(_INSTANCE_KEYS)
+    bdm_id = split + _BDM_KEYS.index("id")
+    instance = dict(zip(_INSTANCE_KEYS, rows[0][:split]))
+    # the BDM columns are NULL when the instance has none
+    bdms = [dict(zip(_BDM_KEYS, row[split:])) for row in rows
+            if row[bdm_id] is not None]
+    return instance, bdms
 
 
 def instance_get_all(filters=None, limit=None, marker=None, sort_dir="desc"):
@@ -278,22 +333,69 @@ def bdm_update(bdm_id, values):
         return _row(row)
 
 
+# The writes of the conductor's attach and detach workflows, built once like
+# the API's reads above; an UPDATE or INSERT without .values() takes its
+# columns from the parameters of each execution.
+_BDM_UPDATE_RETURNING = (update(_BDMS).where(_BDMS.c.id == bindparam("bdm_id_"))
+                         .returning(*_BDMS.c))
+_BDM_IDS_OF_INSTANCE = select(_BDMS.c.id).where(
+    _BDMS.c.instance_uuid == bindparam("instance_uuid_"))
+_BDM_INSERT_RETURNING = insert(_BDMS).returning(*_BDMS.c)
+
+
+def bdm_update_returning(bdm_id, values):
+    """``bdm_update`` in one statement: UPDATE ... RETURNING the row, without
+    reading it first (a workflow's BDM saves: SQLite >= 3.35, PostgreSQL)."""
+    engine = db_engine.get_engine()
+    if not engine.dialect.update_returning:
+        return bdm_update(bdm_id, values)
+    with engine.begin() as conn:
+        row = conn.execute(_BDM_UPDATE_RETURNING,
+                           dict(values, bdm_id_=bdm_id)).mappings().first()
+    if row is None:
+        raise exception.BDMNotFound(id=bdm_id)
+    return dict(row)
+
+
+def bdm_create_unless_new_mappings(values, seen_ids):
+    """Create a BDM unless its instance has a mapping whose id is not in
+    ``seen_ids`` (one created since the caller listed them): then None and
+    nothing is written.  The caller serializes the creations of one
+    instance's mappings (the compute's per-instance lock), so the check and
+    the INSERT need no lock of their own."""
+    engine = db_engine.get_engine()
+    seen = set(seen_ids)
+    with engine.begin() as conn:
+        ids = conn.execute(_BDM_IDS_OF_INSTANCE,
+                           {"instance_uuid_": values["instance_uuid"]}).scalars()
+        if any(bdm_id not in seen for bdm_id in ids):
+            return None
+        if not engine.dialect.insert_returning:
+            bdm_id = conn.execute(insert(_BDMS), values).inserted_primary_key[0]
+            return dict(conn.execute(select(_BDMS).where(_BDMS.c.id == bdm_id))
+                        .mappings().one())
+        return dict(conn.execute(_BDM_INSERT_RETURNING, values).mappings().one())
+
+
+_BDM_DELETE = delete(_BDMS).where(_BDMS.c.id == bindparam("bdm_id_"))
+_BDM_BY_VOLUME_AND_INSTANCE = (select(_BDMS)
+                               .where(_BDMS.c.volume_id == bindparam("volume_id"),
+                                      _BDMS.c.instance_uuid == bindparam("instance_uuid"))
+                               .order_by(_BDMS.c.id).limit(1))
+
+
 def bdm_destroy(bdm_id):
-    with db_engine.session() as s:
-        s.execute(delete(models.BlockDeviceMapping)
-                  .where(models.BlockDeviceMapping.id == bdm_id))
-        s.commit()
+    with db_engine.get_engine().begin() as conn:
+        conn.execute(_BDM_DELETE, {"bdm_id_": bdm_id})
 
 
 def bdm_get_by_instance_uuids(instance_uuids):
-    return _read(select(_BDMS).where(_BDMS.c.instance_uuid.in_(list(instance_uuids)))
-                 .order_by(_BDMS.c.id))
+    return _read(_BDMS_BY_INSTANCES, {"uuids": list(instance_uuids)})
 
 
 def bdm_get_by_volume_and_instance(volume_id, instance_uuid):
-    row = _read_one(select(_BDMS).where(_BDMS.c.volume_id == volume_id,
-                                        _BDMS.c.instance_uuid == instance_uuid)
-                    .order_by(_BDMS.c.id))
+    row = _read_first(_BDM_BY_VOLUME_AND_INSTANCE,
+                      {"volume_id": volume_id, "instance_uuid": instance_uuid})
     if row is None:
         raise exception.VolumeBDMNotFound(volume_id=volume_id)
     return row
@@ -316,11 +418,16 @@ def bdm_get_all_volume_bdms():
 # -- instance actions ------------------------------------------------------------
 
 def action_start(values):
-    with db_engine.session() as s:
-        row = models.InstanceAction(**values)
-        s.add(row)
-        s.commit()
-        return _row(row)
+    """Record an instance action: one INSERT (Core, no ORM unit of work),
+    its defaults filled here so that the row needs no reading back."""
+    now = _now()
+    row = {"start_time": now, "finish_time": None, "message": None,
+           "updated_at": now, "user_id": None, "project_id": None}
+    row.update(values)
+    with db_engine.lone_statement() as conn:
+        row["id"] = conn.execute(_ACTION_INSERT, row).inserted_primary_key[0]
+        conn.commit()
+    return row
 
 
 def action_get_by_request_id(instance_uuid, request_id):
@@ -367,6 +474,74 @@ def action_event_finish(event_id, result, traceback=None, details=None):
         row.details = details
         s.commit()
         return _row(row)
+
+
+# An event started under the newest action of a request: one INSERT ... SELECT.
+_EVENT_START_UNDER_REQUEST = (
+    insert(_EVENTS).from_select(
+        ["action_id", "event", "host", "start_time"],
+        select(_ACTIONS.c.id, bindparam("event", type_=String),
+               bindparam("host", type_=String),
+               bindparam("start_time", type_=DateTime))
+        .where(_ACTIONS.c.instance_uuid == bindparam("instance_uuid"),
+               _ACTIONS.c.request_id == bindparam("request_id"))
+        .order_by(_ACTIONS.c.id.desc()).limit(1))
+    .returning(*_EVENTS.c))
+_ACTION_INSERT_RETURNING_ID = insert(_ACTIONS).returning(_ACTIONS.c.id)
+_EVENT_INSERT_RETURNING = insert(_EVENTS).returning(*_EVENTS.c)
+_EVENT_UPDATE = update(_EVENTS).where(_EVENTS.c.id == bindparam("event_id_"))
+_ACTION_UPDATE = update(_ACTIONS).where(_ACTIONS.c.id == bindparam("action_id_"))
+
+
+def action_event_start_for_request(instance_uuid, request_id, event, host,
+                                   action_values):
+    """Start ``event`` under the newest action of ``request_id`` on the
+    instance, in one transaction: an INSERT ... SELECT of that action's id
+    (one statement), or, when the request has no action yet (a workflow
+    the conductor started on its own), the action ``action_values`` then
+    the event.  Returns the event row."""
+    engine = db_engine.get_engine()
+    if not engine.dialect.insert_returning:
+        return _action_event_start_in_steps(instance_uuid, request_id, event, host,
+                                            action_values)
+    values = {"event": event, "host": host, "start_time": _now()}
+    with engine.begin() as conn:
+        row = conn.execute(_EVENT_START_UNDER_REQUEST, dict(
+            values, instance_uuid=instance_uuid, request_id=request_id)
+        ).mappings().first()
+        if row is None:
+            action_id = conn.execute(_ACTION_INSERT_RETURNING_ID, dict(
+                action_values, instance_uuid=instance_uuid, request_id=request_id,
+                start_time=values["start_time"])).scalar_one()
+            row = conn.execute(_EVENT_INSERT_RETURNING,
+                               dict(values, action_id=action_id)).mappings().one()
+        return dict(row)
+
+
+def _action_event_start_in_steps(instance_uuid, request_id, event, host,
+                                 action_values):
+    action = action_get_by_request_id(instance_uuid, request_id)
+    if action is None:
+        action = action_start(dict(action_values, instance_uuid=instance_uuid,
+                                   request_id=request_id))
+    return action_event_start({"action_id": action["id"], "event": event,
+                               "host": host})
+
+
+def action_event_finish_and_fail(event_id, result, traceback=None, details=None,
+                                 failed_action_id=None):
+    """Finish an event in one UPDATE, without reading it back (the caller
+    knows what it wrote); with ``failed_action_id``, mark that action
+    failed ("Error") in the same transaction.  Returns the finish time."""
+    now = _now()
+    with db_engine.get_engine().begin() as conn:
+        conn.execute(_EVENT_UPDATE, {"event_id_": event_id, "finish_time": now,
+                                     "result": result, "traceback": traceback,
+                                     "details": details})
+        if failed_action_id is not None:
+            conn.execute(_ACTION_UPDATE, {"action_id_": failed_action_id,
+                                          "finish_time": now, "message": "Error"})
+    return now
 
 
 def action_events_get(action_id):

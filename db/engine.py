@@ -2,7 +2,12 @@
 
 gunicorn forks its workers: an engine (and its pool) made in the master must
 not be shared by them, so ``get_engine`` keys its cache by pid too.  SQLite
-gets WAL, a busy timeout and foreign keys; PostgreSQL a sized pool.
+gets WAL, a busy timeout and foreign keys; PostgreSQL a sized pool whose
+connections are checked at checkout only when it is worth it, not with a
+``SELECT 1`` round trip every time (``pool_pre_ping``): a connection the
+server hung up on is seen from its socket (``db.pool_ping``), one left idle
+for more than ``POOL_PING_IDLE_SECONDS`` is pinged (``volume.db.liveness``,
+shared with the volume service's engine).
 """
 import os
 import threading
@@ -10,7 +15,12 @@ import threading
 from sqlalchemy import create_engine, event
 from sqlalchemy.orm import sessionmaker
 
+from db import pool_ping
 from volattach.conf import CONF
+from volume.db import liveness
+
+# A pooled connection idle for longer is pinged before use.
+POOL_PING_IDLE_SECONDS = liveness.DEFAULT_IDLE_SECONDS
 
 _lock = threading.Lock()
 _engines = {}
@@ -35,8 +45,11 @@ def make_engine(url, pool_size=10, echo=False):
                                              "timeout": 30})
         event.listen(engine, "connect", _on_sqlite_connect)
         return engine
-    return create_engine(url, echo=echo, pool_size=pool_size,
-                         max_overflow=pool_size * 2, pool_pre_ping=True)
+    engine = create_engine(url, echo=echo, pool_size=pool_size,
+                           max_overflow=pool_size * 2)
+    liveness.install(engine, idle_seconds=POOL_PING_IDLE_SECONDS)
+    pool_ping.install(engine)
+    return engine
 
 
 def get_engine(url=None):
@@ -58,6 +71,27 @@ def get_engine(url=None):
 def session(url=None):
     """A new ORM session (use as a context manager; commit explicitly)."""
     return get_engine(url).sessionmaker()
+
+
+def lone_statement(url=None):
+    """A connection for one statement that is a transaction by itself (a
+    single SELECT, INSERT or UPDATE): use as a context manager.
+
+    On PostgreSQL the connection is in autocommit mode for the checkout:
+    psycopg2 would otherwise send a BEGIN before the statement, and the
+    pool a ROLLBACK (or the caller a COMMIT) after it, three round trips
+    where one does.  SQLite's driver reads without a transaction already
+    and wraps a lone write in one of its own: nothing to change there.  A
+    write still calls ``commit()`` (a no-op in autocommit mode)."""
+    engine = get_engine(url)
+    conn = engine.connect()
+    if engine.dialect.name == "postgresql":
+        try:
+            conn.execution_options(isolation_level="AUTOCOMMIT")
+        except BaseException:
+            conn.close()
+            raise
+    return conn
 
 
 def dispose_all():

@@ -21,7 +21,9 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
     # Version 1.0: Initial version
     # Version 1.1: attach_mode (ro/rw; "rw" for a volume mapping stored
     #              without one, None for local disks)
-    VERSION = "1.1"
+    # Version 1.2: create_if_none_added() (compute RPC 1.4's
+    #              reserve_block_device_name); same fields as 1.1
+    VERSION = "1.2"
 
     fields = dict(base.VolattachPersistentObject.fields, **{
         "id": fields.IntegerField(),
@@ -82,17 +84,35 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
         from db import api as db_api
         if self.obj_attr_is_set("id"):
             raise exception.ObjectActionError(action="create", reason="already created")
+        self._refresh(db_api.bdm_create(self._create_values()))
+
+    @base.remotable
+    def create_if_none_added(self, known_ids):
+        """Create this mapping unless its instance has one whose id is not in
+        ``known_ids`` (added since the caller listed them).  True when
+        created; False, with nothing written, otherwise."""
+        from db import api as db_api
+        if self.obj_attr_is_set("id"):
+            raise exception.ObjectActionError(action="create", reason="already created")
+        row = db_api.bdm_create_unless_new_mappings(self._create_values(), known_ids)
+        if row is None:
+            return False
+        self._refresh(row)
+        return True
+
+    def _create_values(self):
         values = {n: getattr(self, n) for n in self.obj_what_changed() if n != "id"}
         for name in ("delete_on_termination", "no_device"):
             values.setdefault(name, False)
-        self._refresh(db_api.bdm_create(values))
+        return values
 
     @base.remotable
     def save(self):
         from db import api as db_api
         names = [n for n in self.obj_what_changed() if n not in ("id", "uuid", "created_at")]
         if names:
-            self._refresh(db_api.bdm_update(self.id, {n: getattr(self, n) for n in names}))
+            self._refresh(db_api.bdm_update_returning(
+                self.id, {n: getattr(self, n) for n in names}))
 
     @base.remotable
     def destroy(self):
@@ -111,7 +131,8 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
 class BlockDeviceMappingList(base.ObjectListBase, base.VolattachObject):
     # Version 1.0: Initial version
     # Version 1.1: BlockDeviceMapping 1.1
-    VERSION = "1.1"
+    # Version 1.2: BlockDeviceMapping 1.2
+    VERSION = "1.2"
 
     fields = {"objects": fields.ListOfObjectsField("BlockDeviceMapping")}
 

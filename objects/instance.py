@@ -72,8 +72,11 @@ class Instance(base.VolattachPersistentObject, base.VolattachObject):
     def _from_row(cls, context, row):
         obj = cls(context)
         base.fill(obj, row, skip=("flavor", "metadata", "fault", "deleted"))
-        obj.flavor = flavor_obj.Flavor(context, **json.loads(row["flavor"]))
-        obj.metadata = json.loads(row["metadata"]) if row.get("metadata") else {}
+        # the flavor column holds the Flavor's fields as written by _to_values
+        obj.flavor = flavor_obj.Flavor._from_row(context, json.loads(row["flavor"]))
+        metadata = row.get("metadata")
+        # "{}" (most servers) needs no JSON decoder
+        obj.metadata = json.loads(metadata) if metadata and metadata != "{}" else {}
         obj.fault = json.loads(row["fault"]) if row.get("fault") else None
         obj.deleted = bool(row["deleted"])
         obj.obj_reset_changes(recursive=True)
@@ -97,6 +100,20 @@ class Instance(base.VolattachPersistentObject, base.VolattachObject):
     def get_by_uuid(cls, context, uuid, read_deleted=False):
         from db import api as db_api
         return cls._from_row(context, db_api.instance_get_by_uuid(uuid, read_deleted))
+
+    @classmethod
+    def get_by_uuid_with_bdms(cls, context, uuid):
+        """``(instance, BlockDeviceMappingList)`` of a server that is not
+        deleted, read in one database statement.
+
+        For the compute API, which reads a server and its mappings on every
+        volume request.  Not remotable (computes never call it, and a new
+        remotable method would change the object's version fingerprint)."""
+        from db import api as db_api
+        from objects import block_device
+        row, bdm_rows = db_api.instance_get_with_bdms(uuid)
+        return (cls._from_row(context, row),
+                block_device.BlockDeviceMappingList._from_rows(context, bdm_rows))
 
     @base.remotable
     def create(self):

@@ -95,29 +95,31 @@ class InstanceActionEvent(base.VolattachObject):
     def event_start(cls, context, instance_uuid, event, host=None):
         """Start ``event`` under the action of this request (created if missing)."""
         from db import api as db_api
-        action = db_api.action_get_by_request_id(instance_uuid, context.request_id)
-        if action is None:
-            action = db_api.action_start({
-                "action": event.split("_", 1)[-1], "instance_uuid": instance_uuid,
-                "request_id": context.request_id, "user_id": context.user_id,
-                "project_id": context.project_id})
-        row = db_api.action_event_start({"action_id": action["id"], "event": event,
-                                         "host": host})
+        # one transaction: the action lookup and the event's INSERT
+        row = db_api.action_event_start_for_request(
+            instance_uuid, context.request_id, event, host,
+            {"action": event.split("_", 1)[-1], "user_id": context.user_id,
+             "project_id": context.project_id})
         return cls._from_row(context, row)
 
     @base.remotable
     def finish(self, error=None):
-        """Finish this event with Success, or Error and the failure's text."""
+        """Finish this event with Success, or Error and the failure's text
+        (and its action marked failed, in the same transaction)."""
         from db import api as db_api
         if error is None:
-            row = db_api.action_event_finish(self.id, "Success")
+            values = {"result": "Success", "traceback": None, "details": None}
+            failed_action_id = None
         else:
             text = "".join(tb.format_exception_only(type(error), error)) \
                 if isinstance(error, BaseException) else str(error)
-            row = db_api.action_event_finish(self.id, "Error", traceback=text,
-                                             details=str(error)[:255])
-            db_api.action_mark_failed(self.action_id, "Error")
-        base.fill(self, row)
+            values = {"result": "Error", "traceback": text,
+                      "details": str(error)[:255]}
+            failed_action_id = self.action_id
+        finish_time = db_api.action_event_finish_and_fail(
+            self.id, failed_action_id=failed_action_id, **values)
+        # what was written, without reading the row back
+        base.fill(self, dict(values, finish_time=finish_time))
 
 
 @base.VolattachObjectRegistry.register

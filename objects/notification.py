@@ -61,13 +61,28 @@ class InstanceActionVolumePayload(base.VolattachObject):
     }
 
 
+def sends_notifications(notifier):
+    """Whether ``notifier`` would send anything anywhere.
+
+    oslo.messaging's ``Notifier.is_enabled()`` is False only when the driver
+    list is exactly ``['noop']``; with no driver at all (our default, an
+    empty ``[oslo_messaging_notifications] driver``) it says True, and its
+    ``info()`` would serialize the payload before finding no driver to hand
+    it to.  A workflow builds its payloads only when this says True.
+    """
+    if notifier is None or not notifier.is_enabled():
+        return False
+    drivers = notifier.transport.conf.oslo_messaging_notifications.driver
+    return any(name != "noop" for name in drivers or ())
+
+
 def notify_volume(context, event, phase, instance, volume_id, bdms=(),
                   new_volume_id=None, error=None):
     """Emit ``instance.<event>.<phase>``; never lets a notification failure
     break the workflow that sends it."""
     import rpc
     notifier = rpc.NOTIFIER
-    if notifier is None or not notifier.is_enabled():
+    if not sends_notifications(notifier):
         return
     try:
         payload = InstanceActionVolumePayload(

@@ -15,7 +15,7 @@ from oslo_versionedobjects import fields
 from objects import base
 from volattach import exception
 
-SERVICE_VERSION = 4
+SERVICE_VERSION = 5
 
 SERVICE_VERSION_HISTORY = (
     # Version 0: no service version reported (never sent by volattach)
@@ -35,6 +35,10 @@ SERVICE_VERSION_HISTORY = (
     # live_migration, post_live_migration_at_destination,
     # post_live_migration_at_source, rollback_live_migration_at_destination)
     {"compute_rpc": "1.3"},
+    # Version 5: compute RPC 1.4 (reserve_block_device_name takes the
+    # server's mappings and creates the BDM in one call back to the
+    # conductor: BlockDeviceMapping 1.2's create_if_none_added)
+    {"compute_rpc": "1.4"},
 )
 
 # The first service version whose computes honour attach_mode "ro".

@@ -40,18 +40,21 @@ def _bool(value):
 class VolumeAttachments(common.Resource):
 
     def _instance(self, req, server_id, action):
+        """The server (404) once the caller may ``action`` it (403), and its
+        block device mappings, read together (``get_with_bdms``)."""
         ctx = req.context.ctx
-        instance = self.compute.get(ctx, server_id)
+        instance, bdms = self.compute.get_with_bdms(ctx, server_id)
         policy.authorize(ctx, POLICY % action,
                          {"project_id": instance.project_id})
-        return instance
+        return instance, bdms
 
     # -- collection ----------------------------------------------------------------
     def on_get(self, req, resp, server_id):
         query = validation.validate_query(req.context.microversion,
                                           schemas.INDEX_QUERY, common.query(req))
-        instance = self._instance(req, server_id, "index")
-        bdms = self.compute.get_volume_attachments(req.context.ctx, instance)
+        instance, bdms = self._instance(req, server_id, "index")
+        bdms = self.compute.get_volume_attachments(req.context.ctx, instance,
+                                                   bdms=bdms)
         common.send(resp, view.index(req, common.limited(self.conf, list(bdms),
                                                          query)))
 
@@ -65,14 +68,14 @@ class VolumeAttachments(common.Resource):
         tag = attachment.get("tag")
         delete_on_termination = _bool(attachment.get("delete_on_termination",
                                                      False))
-        instance = self._instance(req, server_id, "create")
+        instance, bdms = self._instance(req, server_id, "create")
         _check_shelved(req, instance, "attach_volume")
         wait = not mv.matches("2.101")
         device = self.compute.attach_volume(
             req.context.ctx, instance, volume_id, device=device, tag=tag,
             delete_on_termination=delete_on_termination,
             supports_multiattach=mv.matches("2.60"), wait=wait,
-            attach_mode=attachment.get("attach_mode", "rw"))
+            attach_mode=attachment.get("attach_mode", "rw"), bdms=bdms)
         if not wait:
             common.send(resp, None, status=202)
             return
@@ -83,10 +86,10 @@ class VolumeAttachments(common.Resource):
     def on_get_item(self, req, resp, server_id, volume_id):
         validation.validate_query(req.context.microversion, schemas.SHOW_QUERY,
                                   common.query(req))
-        instance = self._instance(req, server_id, "show")
+        instance, bdms = self._instance(req, server_id, "show")
         try:
             bdm = self.compute.get_volume_attachment(req.context.ctx, instance,
-                                                     volume_id)
+                                                     volume_id, bdms=bdms)
         except exception.VolumeBDMNotFound:
             raise _not_attached(server_id, volume_id)
         if not view.visible(req, bdm):
@@ -136,10 +139,11 @@ class VolumeAttachments(common.Resource):
             raise
 
     def on_delete_item(self, req, resp, server_id, volume_id):
-        instance = self._instance(req, server_id, "delete")
+        instance, bdms = self._instance(req, server_id, "delete")
         _check_shelved(req, instance, "detach_volume")
         try:
-            self.compute.detach_volume(req.context.ctx, instance, volume_id)
+            self.compute.detach_volume(req.context.ctx, instance, volume_id,
+                                       bdms=bdms)
         except exception.VolumeBDMNotFound:
             raise _not_attached(server_id, volume_id)
         common.send(resp, None, status=202)

@@ -55,3 +55,22 @@ def test_attach_mode_accepts_only_ro_and_rw():
     import pytest
     with pytest.raises(ValueError):
         _bdm(attach_mode="rx")
+
+
+def test_bdm_1_2_backports_to_1_1_unchanged_but_for_the_version():
+    # 1.2 only added a remotable method (create_if_none_added)
+    bdm = _bdm()
+    primitive = bdm.obj_to_primitive(target_version="1.1")
+    assert primitive["volattach_object.version"] == "1.1"
+    assert primitive["volattach_object.data"] == bdm.obj_to_primitive()[
+        "volattach_object.data"]
+
+
+def test_bdm_list_1_2_backports_for_a_compute_of_rpc_1_3():
+    listing = objects.BlockDeviceMappingList(None, objects=[_bdm()])
+    manifest = {"BlockDeviceMappingList": "1.1", "BlockDeviceMapping": "1.1"}
+    primitive = listing.obj_to_primitive(target_version="1.1", version_manifest=manifest)
+    assert primitive["volattach_object.version"] == "1.1"
+    item = primitive["volattach_object.data"]["objects"][0]
+    assert item["volattach_object.version"] == "1.1"
+    assert item["volattach_object.data"]["attach_mode"] == "ro"

@@ -23,8 +23,8 @@ from objects import service as service_obj
 objects.register_all()
 
 EXPECTED_OBJECT_HASHES = {
-    "BlockDeviceMapping": "1.1-bb35752a74df51d6d1563a549029ec3a",
-    "BlockDeviceMappingList": "1.1-64d5855ad1329af83dcc52f711c28719",
+    "BlockDeviceMapping": "1.2-1bf9301f25d3fd33ae27d8093ee2a0fa",
+    "BlockDeviceMappingList": "1.2-64d5855ad1329af83dcc52f711c28719",
     "BlockDevicePayload": "1.0-fc6c8394e1e7d035969d5a889342067d",
     "InstanceActionVolumePayload": "1.0-13f5db945401f499682981d90bef9971",
     "Flavor": "1.0-05f5afeaccc1ab90958f7dc985b89dad",
@@ -71,6 +71,7 @@ COMPUTE_MANAGER_SIGNATURE_SHA1 = {
     "1.1": "4d40cef02d4ed78e37e61c526d17ecccd064a656",
     "1.2": "81d5d88246f303815fb4d1f0f2a02ab8bc6d0689",
     "1.3": "b39195189eb117d3afbd3b19820273e6123982a6",
+    "1.4": "ebe59d75f5ee758380b5dc73d05a1929bd005a95",
 }
 
 
@@ -113,6 +114,7 @@ def test_conductor_task_versions_agree():
 
 @pytest.mark.parametrize("version,expected", [(None, None), (0, "1.0"), (1, "1.0"),
                                               (2, "1.1"), (3, "1.2"), (4, "1.3"),
+                                              (5, "1.4"),
                                               (99, compute_rpcapi.ComputeAPI.VERSION)])
 def test_compute_rpc_for_service_version(version, expected):
     assert service_obj.compute_rpc_for_service_version(version) == expected

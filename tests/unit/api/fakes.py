@@ -153,6 +153,14 @@ class FakeFacade:
             raise exception.InstanceNotFound(instance_id=server_id)
         return instance
 
+    def get_with_bdms(self, ctx, server_id):
+        self._record("get_with_bdms", ctx, server_id)
+        instance = self.instances.get(server_id)
+        if instance is None or (not ctx.is_admin
+                                and instance.project_id != ctx.project_id):
+            raise exception.InstanceNotFound(instance_id=server_id)
+        return instance, list(self.bdms.get(instance.uuid, []))
+
     def get_all(self, ctx, search_opts, limit=None, marker=None):
         self._record("get_all", ctx, search_opts, limit=limit, marker=marker)
         result = [i for i in self.instances.values()
@@ -185,29 +193,32 @@ class FakeFacade:
         self._record("delete", ctx, instance)
         self.instances.pop(instance.uuid, None)
 
-    def get_volume_attachments(self, ctx, instance):
-        self._record("get_volume_attachments", ctx, instance)
-        return [b for b in self.bdms.get(instance.uuid, []) if b.is_volume]
+    def get_volume_attachments(self, ctx, instance, bdms=None):
+        self._record("get_volume_attachments", ctx, instance, bdms=bdms)
+        bdms = self.bdms.get(instance.uuid, []) if bdms is None else bdms
+        return [b for b in bdms if b.is_volume]
 
-    def get_volume_attachment(self, ctx, instance, volume_id):
-        self._record("get_volume_attachment", ctx, instance, volume_id)
-        for bdm in self.bdms.get(instance.uuid, []):
+    def get_volume_attachment(self, ctx, instance, volume_id, bdms=None):
+        self._record("get_volume_attachment", ctx, instance, volume_id,
+                     bdms=bdms)
+        bdms = self.bdms.get(instance.uuid, []) if bdms is None else bdms
+        for bdm in bdms:
             if bdm.volume_id == volume_id and bdm.is_volume:
                 return bdm
         raise exception.VolumeBDMNotFound(volume_id=volume_id)
 
     def attach_volume(self, ctx, instance, volume_id, device=None, tag=None,
                       delete_on_termination=False, supports_multiattach=False,
-                      wait=True, attach_mode="rw"):
+                      wait=True, attach_mode="rw", bdms=None):
         self._record("attach_volume", ctx, instance, volume_id, device=device,
                      tag=tag, delete_on_termination=delete_on_termination,
                      supports_multiattach=supports_multiattach, wait=wait,
-                     attach_mode=attach_mode)
+                     attach_mode=attach_mode, bdms=bdms)
         return self.attach_result if wait else None
 
-    def detach_volume(self, ctx, instance, volume_id):
-        self._record("detach_volume", ctx, instance, volume_id)
-        self.get_volume_attachment(ctx, instance, volume_id)
+    def detach_volume(self, ctx, instance, volume_id, bdms=None):
+        self._record("detach_volume", ctx, instance, volume_id, bdms=bdms)
+        self.get_volume_attachment(ctx, instance, volume_id, bdms=bdms)
 
     def swap_volume(self, ctx, instance, old_volume_id, new_volume_id):
         self._record("swap_volume", ctx, instance, old_volume_id,

@@ -174,3 +174,29 @@ def test_unauthenticated_request_is_refused_before_versioning(api):
 
 def test_user_token_fixture_is_valid(api):
     assert api.get("/v2.1/flavors", token=USER).status_code == 200
+
+
+def test_negotiate_reads_the_two_version_headers_of_a_wsgi_environ():
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/v2.1/servers",
+               "HTTP_X_AUTH_TOKEN": "a:b", "HTTP_ACCEPT": "application/json"}
+    assert microversions.negotiate(environ) == "2.1"
+    environ["HTTP_X_OPENSTACK_NOVA_API_VERSION"] = "2.33"
+    assert microversions.negotiate(environ) == "2.33"
+    # the standard header wins, and may name several services
+    environ["HTTP_OPENSTACK_API_VERSION"] = "volume 3.50, compute 2.79"
+    assert microversions.negotiate(environ) == "2.79"
+    environ["HTTP_OPENSTACK_API_VERSION"] = "volume 3.50"
+    assert microversions.negotiate(environ) == "2.33"
+    environ["HTTP_X_OPENSTACK_NOVA_API_VERSION"] = "2.x"
+    with pytest.raises(microversions.InvalidMicroversion):
+        microversions.negotiate(environ)
+
+
+def test_version_comparisons_with_strings_parse_each_string_once():
+    version = microversions.Version(2, 90)
+    assert version.matches("2.89") and not version.matches("2.91")
+    assert microversions._PARSED["2.89"] == microversions.Version(2, 89)
+    with pytest.raises(microversions.InvalidMicroversion):
+        version.matches("2.x")
+    assert "2.x" not in microversions._PARSED
+    assert len(microversions._PARSED) <= microversions._PARSED_MAX

@@ -144,7 +144,7 @@ def test_async_attach_answers_202_without_body(api, server, facade, version):
     assert kwargs == {"device": None, "tag": "t",
                       "delete_on_termination": True,
                       "supports_multiattach": True, "wait": False,
-                      "attach_mode": "rw"}
+                      "attach_mode": "rw", "bdms": []}
 
 
 @pytest.mark.parametrize("body,version,status", [
@@ -394,3 +394,33 @@ def test_detach_of_the_root_volume_is_400(api, server, facade):
     assert result.status_code == 400
     assert result.json["badRequest"]["message"] == \
         "Cannot detach a root device volume"
+
+
+# -- one read of the server and its mappings per request ------------------------------
+
+def _reads(facade):
+    return [name for name, _a, _k in facade.calls if name in ("get", "get_with_bdms")]
+
+
+def test_list_show_attach_detach_read_the_server_once_with_its_mappings(
+        api, server, facade):
+    bdm = facade.add_bdm(server, volume_id=VOLUME)
+    assert api.get(_url(server), version="2.89").status_code == 200
+    assert _reads(facade) == ["get_with_bdms"]
+    assert facade.last_call("get_volume_attachments")[1]["bdms"] == [bdm]
+    assert api.get(_url(server, VOLUME), version="2.89").status_code == 200
+    assert facade.last_call("get_volume_attachment")[1]["bdms"] == [bdm]
+    assert _attach(api, server, "2.101", volumeId=NEW_VOLUME).status_code == 202
+    assert facade.last_call("attach_volume")[1]["bdms"] == [bdm]
+    assert api.delete(_url(server, VOLUME)).status_code == 202
+    assert facade.last_call("detach_volume")[1]["bdms"] == [bdm]
+    assert _reads(facade) == ["get_with_bdms"] * 4
+
+
+def test_policy_is_checked_after_the_server_is_found(api, server, facade):
+    missing = "/v2.1/servers/%s/os-volume_attachments" % NEW_VOLUME
+    assert api.get(missing).status_code == 404
+    # another project's server: 404 as if missing, never a 403
+    result = api.get(_url(server), token="bob:p2")
+    assert result.status_code == 404
+    assert not facade.called("get_volume_attachments")

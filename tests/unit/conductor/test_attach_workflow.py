@@ -37,6 +37,7 @@ def workflow():
     bdm = FakeBDM()
     compute = mock.Mock()
     compute.reserve_block_device_name.return_value = bdm
+    compute.sends_mappings_with_reserve.return_value = False   # a 1.3 compute
     volume = mock.Mock()
     volume.attachment_create.return_value = {"id": "att-1"}
     volume.attachment_update.return_value = {"id": "att-1",
@@ -118,3 +119,25 @@ def test_read_only_attach_reserves_ro_and_tells_connector_and_compute(workflow):
     w.compute.attach_volume.assert_called_once_with(w.ctx, w.instance, w.bdm,
                                                     attach_mode="ro")
     assert w.connector.call_args.args[-1] == "ro"
+
+
+def test_older_compute_reads_the_mappings_itself(workflow):
+    w = workflow
+    with mock.patch.object(manager.objects, "BlockDeviceMappingList") as listing:
+        w.tm.attach_volume(w.ctx, w.instance, "vol-1", device="/dev/vdc", tag="t")
+    listing.get_by_instance_uuid.assert_not_called()
+    w.compute.reserve_block_device_name.assert_called_once_with(
+        w.ctx, w.instance, "/dev/vdc", "vol-1", tag="t",
+        delete_on_termination=False, bdms=None)
+
+
+def test_compute_1_4_gets_the_mappings_with_the_reserve(workflow):
+    w = workflow
+    w.compute.sends_mappings_with_reserve.return_value = True
+    with mock.patch.object(manager.objects, "BlockDeviceMappingList") as listing:
+        w.tm.attach_volume(w.ctx, w.instance, "vol-1", delete_on_termination=True)
+    w.compute.sends_mappings_with_reserve.assert_called_once_with("h1")
+    listing.get_by_instance_uuid.assert_called_once_with(w.ctx, "inst-1")
+    w.compute.reserve_block_device_name.assert_called_once_with(
+        w.ctx, w.instance, None, "vol-1", tag=None, delete_on_termination=True,
+        bdms=listing.get_by_instance_uuid.return_value)

@@ -138,3 +138,117 @@ def test_services_heartbeat_and_minimum_version(database):
     assert db_api.service_get_minimum_version("nothing") is None
     with pytest.raises(exception.ServiceNotFound):
         db_api.service_heartbeat(99999)
+
+
+def _bdm_row(instance_uuid, **kw):
+    values = {"uuid": str(uuid.uuid4()), "instance_uuid": instance_uuid,
+              "volume_id": str(uuid.uuid4()), "destination_type": "volume",
+              "source_type": "volume", "delete_on_termination": False,
+              "no_device": False}
+    values.update(kw)
+    return db_api.bdm_create(values)
+
+
+def test_instance_with_bdms_in_one_statement(database):
+    from sqlalchemy import event
+    inst = _instance(metadata='{"a": "b"}')
+    other = _instance()
+    mine = [_bdm_row(inst["uuid"], device_name="/dev/vd%s" % c) for c in "bc"]
+    _bdm_row(other["uuid"])
+    statements = []
+    engine = db_engine.get_engine(database)
+    listener = lambda *args: statements.append(args[2])    # noqa: E731
+    event.listen(engine, "before_cursor_execute", listener)
+    try:
+        row, bdms = db_api.instance_get_with_bdms(inst["uuid"])
+    finally:
+        event.remove(engine, "before_cursor_execute", listener)
+    assert len(statements) == 1
+    # exactly what the one-table reads answer
+    assert row == db_api.instance_get_by_uuid(inst["uuid"])
+    assert bdms == db_api.bdm_get_by_instance_uuids([inst["uuid"]])
+    assert [b["id"] for b in bdms] == [b["id"] for b in mine]
+    assert row["metadata"] == '{"a": "b"}'
+
+
+def test_instance_with_bdms_of_a_server_without_any(database):
+    inst = _instance()
+    row, bdms = db_api.instance_get_with_bdms(inst["uuid"])
+    assert row["uuid"] == inst["uuid"] and bdms == []
+
+
+def test_instance_with_bdms_of_a_missing_or_deleted_server(database):
+    with pytest.raises(exception.InstanceNotFound):
+        db_api.instance_get_with_bdms(str(uuid.uuid4()))
+    inst = _instance()
+    _bdm_row(inst["uuid"])
+    db_api.instance_destroy(inst["uuid"])
+    with pytest.raises(exception.InstanceNotFound):
+        db_api.instance_get_with_bdms(inst["uuid"])
+
+
+def test_action_start_returns_the_stored_row(database):
+    inst = _instance()
+    row = db_api.action_start({"action": "attach_volume", "instance_uuid": inst["uuid"],
+                               "request_id": "req-1", "user_id": "u1",
+                               "project_id": "p1"})
+    stored = db_api.action_get_by_request_id(inst["uuid"], "req-1")
+    assert row == stored
+    assert row["start_time"] is not None and row["finish_time"] is None
+    assert row["message"] is None
+    second = db_api.action_start({"action": "detach_volume",
+                                  "instance_uuid": inst["uuid"], "request_id": "req-2"})
+    assert second["id"] > row["id"] and second["user_id"] is None
+    assert db_api.action_get_by_request_id(inst["uuid"], "req-2") == second
+
+
+def test_prebuilt_reads_take_their_values_at_each_call(database):
+    first, second = _instance(host="h1"), _instance(host="h2")
+    assert db_api.instance_get_by_uuid(first["uuid"])["host"] == "h1"
+    assert db_api.instance_get_by_uuid(second["uuid"])["host"] == "h2"
+    assert db_api.bdm_get_by_instance_uuids([]) == []
+    a, b = _bdm_row(first["uuid"]), _bdm_row(second["uuid"])
+    assert [r["id"] for r in db_api.bdm_get_by_instance_uuids(
+        [first["uuid"], second["uuid"]])] == [a["id"], b["id"]]
+    for host in ("h1", "h2"):
+        db_api.service_create({"uuid": str(uuid.uuid4()), "host": host,
+                               "binary": "volattach-compute", "version": 4,
+                               "report_count": 0, "disabled": False,
+                               "forced_down": False})
+    assert db_api.service_get_by_host_and_binary("h2", "volattach-compute")["host"] == "h2"
+    assert db_api.service_get_by_host_and_binary("h2", "volattach-api") is None
+
+
+def test_lone_statements_leave_no_transaction_open_and_are_committed(database):
+    """The API's reads and its action INSERT run as lone statements: on
+    PostgreSQL without BEGIN/ROLLBACK around them, and the INSERT is
+    committed when the call returns (seen from another connection)."""
+    from sqlalchemy import event, text
+    inst = _instance()
+    engine = db_engine.get_engine(database)
+    states = []
+
+    def after(conn, cursor, statement, *args):
+        dbapi = conn.connection.dbapi_connection
+        status = getattr(dbapi, "get_transaction_status", None)
+        if status is not None:
+            from psycopg2 import extensions
+            states.append(status() == extensions.TRANSACTION_STATUS_IDLE)
+    event.listen(engine, "after_cursor_execute", after)
+    try:
+        db_api.instance_get_with_bdms(inst["uuid"])
+        db_api.instance_get_by_uuid(inst["uuid"])
+        row = db_api.action_start({"action": "attach_volume",
+                                   "instance_uuid": inst["uuid"], "request_id": "req-9"})
+    finally:
+        event.remove(engine, "after_cursor_execute", after)
+    if engine.dialect.name == "postgresql":
+        assert states == [True, True, True]
+    other = db_engine.make_engine(database)
+    with other.connect() as conn:
+        assert conn.execute(text("SELECT action FROM instance_actions WHERE id = :id"),
+                            {"id": row["id"]}).scalar() == "attach_volume"
+    other.dispose()
+    # the pooled connection went back to the pool's default (transactional) mode
+    with engine.connect() as conn:
+        assert conn.get_isolation_level() != "AUTOCOMMIT"
