@@ -291,7 +291,7 @@ class AllInOneProcess(_Deployment):
         return {"volattach-all": lambda: {pid}}
 
     def describe(self):
-        return {"kind": "all-in-one", "transport": "kombu+memory", "database": "sqlite",
+        return {"kind": "all-in-one", "transport": "volattach-inproc", "database": "sqlite",
                 "start_notes": self.notes,
                 "computes": self.computes, "api_server": "wsgiref threaded (volattach-all)",
                 "fake_driver_latency": dict(zip(("reserve", "attach", "detach"), self.latency))}

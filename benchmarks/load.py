@@ -1,7 +1,11 @@
 """Load generation: small HTTP clients, fixtures, attach/detach cycles.
 
 Clients are threads with a ``requests.Session`` each (one keep-alive
-connection per client where the server allows it).  Every request made while
+connection per client where the server allows it).  The sessions ignore the
+environment (``trust_env = False``: no proxy, ``.netrc`` or CA-bundle
+lookups): the deployment is on loopback, and requests would otherwise scan
+``os.environ`` twice per request, some 0.15 ms of client CPU counted in
+every latency sample.  Every request made while
 measuring becomes a *sample* dict: ``kind``, ``t`` (start, seconds since the
 phase began), ``latency`` (seconds), ``status`` (HTTP code) or ``error`` (a
 timeout or connection error).
@@ -27,6 +31,7 @@ class Http:
         self.service = service
         self.timeout = timeout
         self.session = requests.Session()
+        self.session.trust_env = False
 
     def call(self, method, path, body=None, microversion=None, timeout=None, params=None):
         headers = {"X-Auth-Token": self.token, "Accept": "application/json"}

@@ -165,12 +165,16 @@ def instrument(counters):
         return orig_send(self, method, url, kwargs, retry_busy_multiattach)
     cinder.VolumeAPI._send_once = send_once
 
-    orig_to_primitive = ovo_base.VersionedObject.obj_to_primitive
+    # every object here is a VolattachObject (objects.base), which
+    # serializes itself at its own version and hands other versions to
+    # oslo's method (whose nested objects come back through this one)
+    from objects import base as volattach_base
+    orig_to_primitive = volattach_base.VolattachObject.obj_to_primitive
 
     def to_primitive(self, *args, **kwargs):
         counters.count("object serialized: %s" % self.obj_name())
         return orig_to_primitive(self, *args, **kwargs)
-    ovo_base.VersionedObject.obj_to_primitive = to_primitive
+    volattach_base.VolattachObject.obj_to_primitive = to_primitive
 
     orig_from_primitive = ovo_base.VersionedObject.obj_from_primitive.__func__
 
@@ -311,6 +315,9 @@ def thread_kind(stack):
     if ("PollStyleListenerAdapter._runner" in stack or "AMQPListener.poll" in stack
             or "ReplyWaiter.poll" in stack):
         return "RPC listener/reply poll loop (oslo.messaging/kombu, no message)"
+    if "_next_request_line" in stack and stack.rstrip().split(";")[-1].startswith(
+            ("SocketIO.readinto", "_next_request_line")):
+        return "idle keep-alive connection (waiting for its next request)"
     if "_do_dispatch" in stack:
         for directory, label in (("conductor", "conductor"), ("compute", "compute")):
             if _in_dir(directory, stack):
@@ -322,7 +329,7 @@ def thread_kind(stack):
             return "HTTP: compute API request"
         if _in_dir("volume", stack):
             return "HTTP: volume service request"
-        return "HTTP: server (parsing, writing, threads; wsgiref or gunicorn)"
+        return "HTTP: server (parsing, writing; volattach.wsgi_server or gunicorn)"
     if "_wait_for_work" in stack:
         return "idle executor thread (waiting for work)"
     if "serve_forever" in stack:
@@ -333,7 +340,8 @@ def thread_kind(stack):
 
 
 IDLE_KINDS = ("RPC listener/reply poll loop (oslo.messaging/kombu, no message)",
-              "idle executor thread (waiting for work)")
+              "idle executor thread (waiting for work)",
+              "idle keep-alive connection (waiting for its next request)")
 
 
 def summarize_pyspy(raw_path, top=30):
