@@ -12,6 +12,7 @@ from oslo_utils import versionutils
 
 import objects
 from compute import rpcapi as compute_rpcapi
+from conductor import connectors
 from conductor import scheduler
 from db.models import utcnow
 from objects import base as objects_base
@@ -102,17 +103,19 @@ class ComputeTaskManager:
             volume_api = cinder.VolumeAPI()
         self.compute_rpcapi = compute_rpcapi.ComputeAPI()
         self.volume_api = volume_api
+        # the computes' connectors, read a moment ago (conductor.connectors)
+        self._connectors = connectors.ConnectorCache()
 
     # -- helpers ------------------------------------------------------------------
     def _connector(self, context, host, device_name=None, attach_mode=None):
         """The host connector of a compute, with the mountpoint and the
         attach mode (the way the multiattach-enhancements spec passes the
         mode to Cinder) of one volume."""
-        service = objects.Service.get_by_host_and_binary(
-            context.elevated(), host, compute_rpcapi.BINARY)
-        if service is None or not service.connector:
+        connector = self._connectors.get(
+            host, lambda: objects.Service.get_by_host_and_binary(
+                context.elevated(), host, compute_rpcapi.BINARY))
+        if connector is None:
             raise exception.ComputeHostNotFound(host=host)
-        connector = dict(service.connector)
         if device_name:
             connector["mountpoint"] = device_name
         connector["mode"] = attach_mode or "rw"
@@ -166,9 +169,6 @@ class ComputeTaskManager:
                 context, volume_id, instance.uuid,
                 mode=attach_mode if attach_mode == "ro" else None)
             attachment_id = attachment["id"]
-            bdm.attachment_id = attachment_id
-            bdm.attach_mode = attach_mode
-            bdm.save()
             connector = self._connector(context, instance.host, bdm.device_name,
                                         attach_mode)
             attachment = self.volume_api.attachment_update(
@@ -178,7 +178,13 @@ class ComputeTaskManager:
             # read-only attach: `openstack volume set --read-only`)
             if attachment.get("attach_mode") in ("ro", "rw"):
                 attach_mode = attachment["attach_mode"]
-                bdm.attach_mode = attach_mode
+            # One save of the attachment, its mode and its connection.
+            # Until it lands, the rollback below has the attachment's id,
+            # and after a crash the reconcile pass finds the attachment
+            # through its server (an attachment no record points at) and
+            # the record through its missing attachment_id.
+            bdm.attachment_id = attachment_id
+            bdm.attach_mode = attach_mode
             bdm.set_connection_info(attachment["connection_info"])
             bdm.save()
             self.compute_rpcapi.attach_volume(context, instance, bdm,

@@ -19,11 +19,18 @@ class FakeBDM:
         self.device_name = "/dev/vdb"
         self.volume_id = "vol-1"
         self.connection_info = None
+        self.attach_mode = None
         self.saved = 0
+        self.saves = []         # what each save wrote
+        self.save_error = None
         self.destroyed = False
 
     def save(self):
+        if self.save_error is not None:
+            raise self.save_error
         self.saved += 1
+        self.saves.append((self.attachment_id, self.attach_mode,
+                           self.connection_info))
 
     def destroy(self):
         self.destroyed = True
@@ -141,3 +148,52 @@ def test_compute_1_4_gets_the_mappings_with_the_reserve(workflow):
     w.compute.reserve_block_device_name.assert_called_once_with(
         w.ctx, w.instance, None, "vol-1", tag=None, delete_on_termination=True,
         bdms=listing.get_by_instance_uuid.return_value)
+
+
+# -- one save of the BDM per attach ---------------------------------------------------
+def test_the_bdm_is_saved_once_with_attachment_mode_and_connection(workflow):
+    w = workflow
+    w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    assert w.bdm.saves == [("att-1", "rw", {"driver_volume_type": "fake"})]
+
+
+def test_the_single_save_lands_before_the_compute_plugs(workflow):
+    w = workflow
+    w.compute.attach_volume.side_effect = lambda *a, **k: saved_at_plug.append(
+        list(w.bdm.saves))
+    saved_at_plug = []
+    w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    assert saved_at_plug == [[("att-1", "rw", {"driver_volume_type": "fake"})]]
+
+
+def test_a_read_only_volume_is_saved_ro_in_the_same_save(workflow):
+    w = workflow
+    w.volume.attachment_update.return_value = {
+        "id": "att-1", "attach_mode": "ro",
+        "connection_info": {"driver_volume_type": "fake"}}
+    w.tm.attach_volume(w.ctx, w.instance, "vol-1")      # rw asked
+    assert w.bdm.saves == [("att-1", "ro", {"driver_volume_type": "fake"})]
+    w.compute.attach_volume.assert_called_once_with(w.ctx, w.instance, w.bdm,
+                                                    attach_mode="ro")
+
+
+def test_attachment_update_failure_deletes_the_unsaved_attachment(workflow):
+    w = workflow
+    w.volume.attachment_update.side_effect = exception.InvalidVolume(reason="x")
+    with pytest.raises(exception.InvalidVolume):
+        w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    assert w.bdm.saves == []
+    w.volume.attachment_delete.assert_called_once_with(w.ctx, "att-1")
+    assert w.bdm.destroyed
+    w.compute.attach_volume.assert_not_called()
+
+
+def test_bdm_save_failure_deletes_the_connected_attachment(workflow):
+    w = workflow
+    w.bdm.save_error = exception.BDMNotFound(id=1)      # destroyed meanwhile
+    with pytest.raises(exception.BDMNotFound):
+        w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    w.volume.attachment_delete.assert_called_once_with(w.ctx, "att-1")
+    assert w.bdm.destroyed
+    w.compute.attach_volume.assert_not_called()
+    w.volume.attachment_complete.assert_not_called()
