@@ -244,14 +244,34 @@ MAX_VERSION = Version.parse(VERSIONS[-1][0])
 DEFAULT_VERSION = MIN_VERSION
 
 
+# Accepted versions by the values of the two version headers of a WSGI
+# environ: clients send the same few header values over and over, and
+# microversion_parse's header folding costs more than the rest of the
+# negotiation.  Only successes are kept (errors are rare and build their
+# message each time); bounded like _PARSED.
+_NEGOTIATED = {}
+_NEGOTIATED_MAX = 512
+
+
 def negotiate(headers):
     """The Version a request asks for; ``headers`` is a dict or a WSGI environ.
 
     Raises InvalidMicroversion (400) or MicroversionNotAcceptable (406).
     """
-    if "REQUEST_METHOD" in headers:
-        # a WSGI environ: only these two headers can carry the version
-        headers = {key: headers[key] for key in _ENVIRON_KEYS if key in headers}
+    if "REQUEST_METHOD" not in headers:
+        return _negotiate(headers)
+    # a WSGI environ: only these two headers can carry the version
+    key = tuple(headers.get(name) for name in _ENVIRON_KEYS)
+    version = _NEGOTIATED.get(key)
+    if version is None:
+        version = _negotiate({name: value for name, value
+                              in zip(_ENVIRON_KEYS, key) if value is not None})
+        if len(_NEGOTIATED) < _NEGOTIATED_MAX:
+            _NEGOTIATED[key] = version
+    return version
+
+
+def _negotiate(headers):
     text = microversion_parse.get_version(
         headers, service_type=SERVICE_TYPE, legacy_headers=[LEGACY_HEADER])
     if text is None:

@@ -2,12 +2,14 @@
 
 gunicorn forks its workers: an engine (and its pool) made in the master must
 not be shared by them, so ``get_engine`` keys its cache by pid too.  SQLite
-gets WAL, a busy timeout and foreign keys; PostgreSQL a sized pool whose
-connections are checked at checkout only when it is worth it, not with a
-``SELECT 1`` round trip every time (``pool_pre_ping``): a connection the
-server hung up on is seen from its socket (``db.pool_ping``), one left idle
-for more than ``POOL_PING_IDLE_SECONDS`` is pinged (``volume.db.liveness``,
-shared with the volume service's engine).
+gets WAL, a busy timeout, foreign keys and ``PRAGMA synchronous`` from
+``[database] sqlite_synchronous`` (NORMAL by default); PostgreSQL a sized
+pool whose connections are checked at checkout only when it is worth it,
+not with a ``SELECT 1`` round trip every time (``pool_pre_ping``): a
+connection the server hung up on is seen from its socket
+(``volattach.db_hangup_check``), one left idle for more than ``POOL_PING_IDLE_SECONDS``
+is pinged (``volattach.db_idle_ping``, shared with the volume service's
+engine).
 """
 import os
 import threading
@@ -15,9 +17,10 @@ import threading
 from sqlalchemy import create_engine, event
 from sqlalchemy.orm import sessionmaker
 
-from db import pool_ping
+from volattach import db_hangup_check as pool_ping
 from volattach.conf import CONF
-from volume.db import liveness
+from volattach import db_idle_ping as liveness
+from volattach import sqlite_settings
 
 # A pooled connection idle for longer is pinged before use.
 POOL_PING_IDLE_SECONDS = liveness.DEFAULT_IDLE_SECONDS
@@ -26,13 +29,19 @@ _lock = threading.Lock()
 _engines = {}
 
 
-def _on_sqlite_connect(dbapi_connection, _record):
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
+def _sqlite_connect_listener(synchronous):
+    """The "connect" listener of a SQLite engine: WAL, busy timeout, foreign
+    keys and ``PRAGMA synchronous`` (``[database] sqlite_synchronous``)."""
+    synchronous = sqlite_settings.synchronous(synchronous)
+
+    def _on_sqlite_connect(dbapi_connection, _record):
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=%s" % synchronous)
+        cursor.close()
+    return _on_sqlite_connect
 
 
 def make_engine(url, pool_size=10, echo=False):
@@ -43,7 +52,8 @@ def make_engine(url, pool_size=10, echo=False):
         engine = create_engine(url, echo=echo,
                                connect_args={"check_same_thread": False,
                                              "timeout": 30})
-        event.listen(engine, "connect", _on_sqlite_connect)
+        event.listen(engine, "connect", _sqlite_connect_listener(
+            CONF.database.sqlite_synchronous))
         return engine
     engine = create_engine(url, echo=echo, pool_size=pool_size,
                            max_overflow=pool_size * 2)

@@ -48,6 +48,21 @@ database_opts = [
                help="Connections kept open per process (PostgreSQL)."),
     cfg.BoolOpt("connection_debug", default=False,
                 help="Log every SQL statement."),
+    cfg.StrOpt("sqlite_synchronous", default="NORMAL",
+               choices=[("NORMAL", "sync the write-ahead log at checkpoints "
+                                   "only"),
+                        ("FULL", "sync the write-ahead log at every "
+                                 "commit")],
+               help="SQLite's PRAGMA synchronous for both SQLite databases "
+                    "(the compute database and the volume service's "
+                    "[volume] connection); ignored for PostgreSQL.  Both "
+                    "run in WAL mode, where NORMAL is safe against a crash "
+                    "or kill of the process: no commit is lost or "
+                    "corrupted.  An operating system crash or power loss "
+                    "can however roll back the last commits (never corrupt "
+                    "the database).  FULL makes every commit durable "
+                    "against those too, at the cost of an fsync per write "
+                    "transaction."),
 ]
 
 api_opts = [

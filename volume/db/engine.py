@@ -1,7 +1,9 @@
 """Per-process database engines and transactions for the volume service.
 
 SQLite (the embedded default): WAL journal so readers never block writers,
-``busy_timeout`` so writers queue instead of failing, ``check_same_thread``
+``busy_timeout`` so writers queue instead of failing, ``PRAGMA
+synchronous`` from ``[database] sqlite_synchronous`` (NORMAL by default:
+with WAL only an OS crash can lose the last commits), ``check_same_thread``
 off (the threaded wsgiref server shares the pool), and every write
 transaction opened with ``BEGIN IMMEDIATE`` so that two writers never both
 hold a read snapshot and then deadlock upgrading it.  pysqlite sends no
@@ -11,7 +13,7 @@ listener: any connection event listener makes SQLAlchemy run its event
 hooks around every statement, some 15 us each).
 
 PostgreSQL: a regular pool whose connections are pinged only after sitting
-idle (``volume.db.liveness``; ``pool_pre_ping`` would cost a round trip per
+idle (``volattach.db_idle_ping``; ``pool_pre_ping`` would cost a round trip per
 transaction); correctness comes from the row locks taken by the
 compare-and-swap UPDATEs and SELECT ... FOR UPDATE in ``volume.db.api``.
 
@@ -42,9 +44,12 @@ import time
 import sqlalchemy as sa
 from sqlalchemy import event, exc as sa_exc
 
-from volume.db import liveness
+from volattach import db_hangup_check as hangup_check
+from volattach import db_idle_ping as liveness
+from volattach import sqlite_settings
 
 SQLITE_BUSY_TIMEOUT_MS = 30000
+# PRAGMA synchronous values offered by ``[database] sqlite_synchronous``.
 LOCK_RETRY_ATTEMPTS = 5
 
 
@@ -52,7 +57,9 @@ def is_sqlite(url):
     return sa.engine.make_url(url).get_backend_name() == "sqlite"
 
 
-def _configure_sqlite(engine, sa_url):
+def _configure_sqlite(engine, sa_url, synchronous=None):
+    synchronous = sqlite_settings.synchronous(synchronous)
+
     @event.listens_for(engine, "connect")
     def _sqlite_connect(dbapi_connection, _record):
         # We emit BEGIN ourselves (``begin``): pysqlite's implicit
@@ -64,6 +71,9 @@ def _configure_sqlite(engine, sa_url):
             cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA busy_timeout=%d" % SQLITE_BUSY_TIMEOUT_MS)
         cursor.execute("PRAGMA foreign_keys=ON")
+        # With WAL, NORMAL syncs at checkpoints only: a process crash loses
+        # nothing, an OS crash may lose the last commits (see the option).
+        cursor.execute("PRAGMA synchronous=%s" % synchronous)
         cursor.close()
 
 
@@ -76,19 +86,23 @@ def begin(conn, immediate=False):
 
 
 def create_engine(url, debug=False,
-                  idle_ping_seconds=liveness.DEFAULT_IDLE_SECONDS):
-    """A new engine for ``url`` with the settings described above."""
+                  idle_ping_seconds=liveness.DEFAULT_IDLE_SECONDS,
+                  sqlite_synchronous=None):
+    """A new engine for ``url`` with the settings described above
+    (``sqlite_synchronous``: NORMAL or FULL, default the configured
+    ``[database] sqlite_synchronous``)."""
     sa_url = sa.engine.make_url(url)
     if sa_url.get_backend_name() == "sqlite":
         engine = sa.create_engine(
             sa_url, echo=debug,
             connect_args={"check_same_thread": False,
                           "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000.0})
-        _configure_sqlite(engine, sa_url)
+        _configure_sqlite(engine, sa_url, sqlite_synchronous)
     else:
         engine = sa.create_engine(sa_url, echo=debug, pool_size=5,
                                   max_overflow=10)
         liveness.install(engine, idle_ping_seconds)
+        hangup_check.install(engine)
     return engine
 
 
@@ -144,8 +158,10 @@ class Database:
     """The database of one volume service, lazily connected per process."""
 
     def __init__(self, url, debug=False,
-                 idle_ping_seconds=liveness.DEFAULT_IDLE_SECONDS):
+                 idle_ping_seconds=liveness.DEFAULT_IDLE_SECONDS,
+                 sqlite_synchronous=None):
         self.url = url
+        self.sqlite_synchronous = sqlite_synchronous
         self.debug = debug
         self.idle_ping_seconds = idle_ping_seconds
         self._engine = None
@@ -160,8 +176,9 @@ class Database:
                     if self._engine is not None:
                         # Forked: leave the parent's connections alone.
                         self._engine.dispose(close=False)
-                    self._engine = create_engine(self.url, self.debug,
-                                                 self.idle_ping_seconds)
+                    self._engine = create_engine(
+                        self.url, self.debug, self.idle_ping_seconds,
+                        self.sqlite_synchronous)
                     self._pid = os.getpid()
         return self._engine
 

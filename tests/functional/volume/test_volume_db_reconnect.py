@@ -41,29 +41,35 @@ def _backend_pid(conn):
     return conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
 
 
-@pytest.mark.parametrize("idle_ping_seconds, runs_after_termination", [
-    (3600.0, 2),   # used just now, not pinged: fails once, runs again
-    (0.0, 1),      # idle "too long": the ping finds it dead, reconnects
+@pytest.mark.parametrize("idle_ping_seconds, when, runs_after_termination", [
+    # terminated while the function runs: fails once, runs again
+    (3600.0, "during", 2),
+    # terminated between uses: the server's goodbye is on the socket, the
+    # hang-up check at checkout replaces the connection before the run
+    (3600.0, "before", 1),
+    # idle "too long": the ping finds it dead, reconnects
+    (0.0, "before", 1),
 ])
 def test_reads_and_writes_after_connections_are_terminated(
-        pg_schema, named_url, idle_ping_seconds, runs_after_termination):
+        pg_schema, named_url, idle_ping_seconds, when, runs_after_termination):
     url, name = named_url
     db = db_engine.Database(url, idle_ping_seconds=idle_ping_seconds)
     db.write(lambda conn: conn.exec_driver_sql(
         "CREATE TABLE t (x INT)"))
     for run in (db.read_single, db.read, db.write):
         before = run(_backend_pid)
-        assert _terminate(pg_schema.engine, name) == 1
+        if when == "before":
+            assert _terminate(pg_schema.engine, name) == 1
         calls = []
 
-        def insert(conn):
+        def work(conn):
             calls.append(1)
-            conn.exec_driver_sql("INSERT INTO t VALUES (1)")
+            if when == "during" and len(calls) == 1:
+                assert _terminate(pg_schema.engine, name) == 1
+            if run == db.write:
+                conn.exec_driver_sql("INSERT INTO t VALUES (1)")
             return _backend_pid(conn)
-        if run == db.write:
-            after = run(insert)
-        else:
-            after = run(lambda conn: (calls.append(1), _backend_pid(conn))[1])
+        after = run(work)
         assert after != before
         assert len(calls) == runs_after_termination
     # The write that lost its connection first left nothing behind.

@@ -200,3 +200,46 @@ def test_version_comparisons_with_strings_parse_each_string_once():
         version.matches("2.x")
     assert "2.x" not in microversions._PARSED
     assert len(microversions._PARSED) <= microversions._PARSED_MAX
+
+
+def _environ(**headers):
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/v2.1/flavors"}
+    environ.update(headers)
+    return environ
+
+
+def test_negotiate_environ_remembers_accepted_header_values(monkeypatch):
+    monkeypatch.setattr(microversions, "_NEGOTIATED", {})
+    environ = _environ(HTTP_OPENSTACK_API_VERSION="compute 2.77")
+    assert microversions.negotiate(environ) == "2.77"
+    assert list(microversions._NEGOTIATED.values()) == ["2.77"]
+    # the remembered answer depends on both headers
+    assert microversions.negotiate(_environ(
+        HTTP_OPENSTACK_API_VERSION="compute 2.77",
+        HTTP_X_OPENSTACK_NOVA_API_VERSION="2.3")) == "2.77"
+    assert microversions.negotiate(_environ(
+        HTTP_X_OPENSTACK_NOVA_API_VERSION="2.3")) == "2.3"
+    assert microversions.negotiate(_environ()) == "2.1"
+    assert microversions.negotiate(environ) == "2.77"
+    assert len(microversions._NEGOTIATED) == 4
+
+
+def test_negotiate_environ_refuses_bad_versions_every_time(monkeypatch):
+    monkeypatch.setattr(microversions, "_NEGOTIATED", {})
+    for _ in range(2):
+        with pytest.raises(microversions.MicroversionNotAcceptable):
+            microversions.negotiate(
+                _environ(HTTP_OPENSTACK_API_VERSION="compute 9.0"))
+        with pytest.raises(microversions.InvalidMicroversion):
+            microversions.negotiate(
+                _environ(HTTP_OPENSTACK_API_VERSION="compute 2.x"))
+    assert microversions._NEGOTIATED == {}
+
+
+def test_negotiate_environ_memory_is_bounded(monkeypatch):
+    monkeypatch.setattr(microversions, "_NEGOTIATED", {})
+    monkeypatch.setattr(microversions, "_NEGOTIATED_MAX", 2)
+    for minor in (10, 11, 12, 13):
+        assert microversions.negotiate(_environ(
+            HTTP_X_OPENSTACK_NOVA_API_VERSION="2.%d" % minor)) == "2.%d" % minor
+    assert len(microversions._NEGOTIATED) == 2

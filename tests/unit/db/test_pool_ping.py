@@ -1,4 +1,4 @@
-"""db.pool_ping and the compute engine's connection checks: a connection the
+"""volattach.db_hangup_check and the compute engine's connection checks: a connection the
 server closed is replaced at checkout, a healthy one is not pinged."""
 import socket
 import time
@@ -9,7 +9,7 @@ from sqlalchemy import exc as sa_exc
 
 import volattach  # noqa: F401
 from db import engine as db_engine
-from db import pool_ping
+from volattach import db_hangup_check as pool_ping
 from tests import db_fixtures
 from tests import utils
 

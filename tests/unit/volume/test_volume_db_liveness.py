@@ -1,4 +1,4 @@
-"""volume.db.liveness: pooled connections are pinged only after sitting idle
+"""volattach.db_idle_ping: pooled connections are pinged only after sitting idle
 longer than the threshold, and a failed ping gives a new connection;
 volume.db.engine: a transaction that lost its connection runs again once."""
 import pytest
@@ -6,7 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from volume.db import engine as db_engine
-from volume.db import liveness
+from volattach import db_idle_ping as liveness
 
 
 @pytest.mark.parametrize("checked_in_at, now, expected", [
