@@ -5,7 +5,7 @@
 Starts both services on loopback, each in its own process with one worker
 and logging at INFO (no debug):
 
-* volattach: ``volattach-volume`` (gunicorn, 1 sync worker) on a temporary
+* volattach: ``volattach-volume`` (gunicorn, 1 gthread worker) on a temporary
   SQLite database;
 * real Cinder: ``tools/real-cinder/run_cinder.py`` (api + scheduler + volume
   in one eventlet process, SQLite, the fake driver), installed first by
@@ -254,7 +254,7 @@ def main(argv=None):
                     "cpus": os.cpu_count(), "platform": platform.platform()},
         "volattach_revision": git_revision(),
         "services": dict(
-            {"volattach": "volattach-volume (gunicorn, 1 sync worker), "
+            {"volattach": "volattach-volume (gunicorn, 1 gthread worker), "
                           "SQLite"},
             **{"cinder-29 %s" % t.split(":")[0]:
                "cinder 29.0.0: api+scheduler+volume in one process "

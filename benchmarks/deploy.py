@@ -293,7 +293,7 @@ class AllInOneProcess(_Deployment):
     def describe(self):
         return {"kind": "all-in-one", "transport": "volattach-inproc", "database": "sqlite",
                 "start_notes": self.notes,
-                "computes": self.computes, "api_server": "wsgiref threaded (volattach-all)",
+                "computes": self.computes, "api_server": "volattach.wsgi_server keep-alive threads (volattach-all)",
                 "fake_driver_latency": dict(zip(("reserve", "attach", "detach"), self.latency))}
 
     def stop(self):

@@ -20,7 +20,7 @@ Two measurements, each written to ``<output-dir>/<timestamp>-profile-D.*``:
    cycles for ``--pyspy-seconds``; the raw collapsed stacks are kept
    (``.pyspy.txt``) and summarized by own time per function and by the
    share of samples under each library (SQLAlchemy, oslo.messaging,
-   keystoneauth/requests, falcon, wsgiref, logging, JSON...).
+   keystoneauth/requests, falcon, the HTTP servers, logging, JSON...).
 """
 import argparse
 import collections
@@ -284,7 +284,7 @@ LIBRARIES = (
     ("keystoneauth1 (volume client)", "keystoneauth1/"),
     ("requests/urllib3 (volume client)", "requests/|urllib3/"),
     ("http.client", "http/client.py"),
-    ("wsgiref / socketserver (HTTP servers)", "wsgiref/|socketserver.py|http/server.py"),
+    ("HTTP servers (volattach.wsgi_server, socketserver)", "wsgi_server.py|wsgiref/|socketserver.py|http/server.py"),
     ("falcon", "falcon/"),
     ("jsonschema", "jsonschema/"),
     ("json", "json/"),
