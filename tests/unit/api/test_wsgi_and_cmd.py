@@ -55,9 +55,13 @@ def test_worker_loads_config_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setattr(rpc, "init", lambda conf: seen.setdefault("rpc", conf))
     monkeypatch.setattr(api_wsgi, "make_app",
                         lambda conf: seen.setdefault("app", conf) and "app")
+    # the worker registers its service row (a heartbeat thread: not here)
+    monkeypatch.setattr(api_wsgi, "register_api_service",
+                        lambda: seen.setdefault("registered", True))
     conf = _private_conf()
     assert api_wsgi.load_application(conf) == "app"
     assert seen["rpc"] is conf and seen["app"] is conf
+    assert seen["registered"]
     assert conf.api.public_endpoint == "https://cloud.example/compute"
     assert conf.api.max_limit == 7
 
@@ -66,6 +70,7 @@ def test_worker_keeps_an_already_parsed_config(tmp_path, monkeypatch):
     monkeypatch.setenv(api_wsgi.CONFIG_FILE_ENV, str(tmp_path / "missing.conf"))
     monkeypatch.setattr(rpc, "init", lambda conf: None)
     monkeypatch.setattr(api_wsgi, "make_app", lambda conf: conf)
+    monkeypatch.setattr(api_wsgi, "register_api_service", lambda: None)
     conf = _private_conf()
     conf([], default_config_files=[])
     conf.set_override("max_limit", 3, group="api")
