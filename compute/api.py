@@ -14,6 +14,7 @@ import objects
 from compute import device_names
 from conductor import api as conductor_api
 from conductor import manager as conductor_manager
+from objects import block_device as block_device_obj
 from objects import instance as instance_obj
 from objects import instance_action
 from volattach import exception
@@ -138,6 +139,20 @@ class API:
             raise exception.InstanceNotFound(instance_id=server_id)
         self._check_visible(context, instance, server_id)
         return instance, list(bdms)
+
+    def list_volume_attachments(self, context, server_id):
+        """``(project_id, rows)`` for GET os-volume_attachments: the server's
+        project (for the policy check) and its volume mappings as read-only
+        rows in id order (``objects.block_device.volume_attachment_rows``),
+        the same mappings as ``get_volume_attachments`` without building
+        objects.  404 as ``get`` for a missing or another project's server."""
+        try:
+            project_id, rows = block_device_obj.volume_attachment_rows(server_id)
+        except exception.InstanceNotFound:
+            raise exception.InstanceNotFound(instance_id=server_id)
+        if not context.is_admin and project_id != context.project_id:
+            raise exception.InstanceNotFound(instance_id=server_id)
+        return project_id, rows
 
     @staticmethod
     def _check_visible(context, instance, server_id):
@@ -603,21 +618,47 @@ class API:
             raise
         objects.InstanceAction.action_start(context, instance.uuid, action)
 
+    def _send_action(self, context, instance, name, send, *args, **kwargs):
+        """``send(context, instance, ...)``: the cast of an action whose
+        task_state ``_start_action`` set.  When it cannot be sent (the bus
+        is down) the action never started: task_state goes back to None
+        (compare-and-swap, so a conductor that did get it wins), the
+        instance action gets a failed event, and the error propagates."""
+        try:
+            send(context, instance, *args, **kwargs)
+        except Exception as error:
+            task_state = SERVER_ACTIONS[name][1]
+            LOG.warning("%s of %s not sent, task_state %s undone: %s",
+                        name, instance.uuid, task_state, error)
+            try:
+                instance.task_state = None
+                instance.save(expected_task_state=[task_state])
+                objects.InstanceActionEvent.event_start(
+                    context, instance.uuid, "api_%s" % name).finish(error)
+            except Exception:
+                LOG.exception("could not undo task_state %s of %s",
+                              task_state, instance.uuid)
+            raise
+
     def stop(self, context, instance):
         self._start_action(context, instance, "stop")
-        self.compute_task_api.stop_instance(context, instance)
+        self._send_action(context, instance, "stop",
+                          self.compute_task_api.stop_instance)
 
     def start(self, context, instance):
         self._start_action(context, instance, "start")
-        self.compute_task_api.start_instance(context, instance)
+        self._send_action(context, instance, "start",
+                          self.compute_task_api.start_instance)
 
     def pause(self, context, instance):
         self._start_action(context, instance, "pause")
-        self.compute_task_api.pause_instance(context, instance)
+        self._send_action(context, instance, "pause",
+                          self.compute_task_api.pause_instance)
 
     def unpause(self, context, instance):
         self._start_action(context, instance, "unpause")
-        self.compute_task_api.unpause_instance(context, instance)
+        self._send_action(context, instance, "unpause",
+                          self.compute_task_api.unpause_instance)
 
     def shelve(self, context, instance):
         from volattach.conf import CONF
@@ -625,11 +666,13 @@ class API:
         volume_backed = any(b.is_root and b.is_volume for b in bdms)
         offload = volume_backed or CONF.compute.shelved_offload_time == 0
         self._start_action(context, instance, "shelve")
-        self.compute_task_api.shelve_instance(context, instance, offload)
+        self._send_action(context, instance, "shelve",
+                          self.compute_task_api.shelve_instance, offload)
 
     def shelve_offload(self, context, instance):
         self._start_action(context, instance, "shelve_offload")
-        self.compute_task_api.shelve_offload_instance(context, instance)
+        self._send_action(context, instance, "shelve_offload",
+                          self.compute_task_api.shelve_offload_instance)
 
     def unshelve(self, context, instance, availability_zone=None, host=None):
         if instance.vm_state == instance_obj.SHELVED_OFFLOADED:
@@ -643,7 +686,8 @@ class API:
             instance.availability_zone = ("%s:%s" % (availability_zone or "nova", host)
                                           if host else availability_zone)
             instance.save()
-        self.compute_task_api.unshelve_instance(context, instance)
+        self._send_action(context, instance, "unshelve",
+                          self.compute_task_api.unshelve_instance)
 
     def live_migrate(self, context, instance, host=None):
         """os-migrateLive: 400 for a destination that is the source or not
@@ -673,7 +717,8 @@ class API:
                 raise exception.ComputeTooOldForFeature(host=instance.host,
                                                         feature="live migration")
         self._start_action(context, instance, "live_migrate")
-        self.compute_task_api.live_migrate_instance(context, instance, host=host)
+        self._send_action(context, instance, "live_migrate",
+                          self.compute_task_api.live_migrate_instance, host=host)
 
     def lock(self, context, instance, reason=None):
         """Lock the server (Nova: the owner locking it again changes

@@ -146,6 +146,57 @@ def test_get_with_bdms_hides_other_projects_servers(api, ctx):
         api.get_with_bdms(ctx, str(uuid.uuid4()))
 
 
+_LISTED = ("id", "uuid", "instance_uuid", "volume_id", "device_name", "tag",
+           "delete_on_termination", "attachment_id", "attach_mode")
+
+
+def test_list_volume_attachments_rows_match_the_objects(api, ctx, statements):
+    server = _server()
+    _bdm(server, source_type="image", destination_type="local", volume_id=None,
+         boot_index=0, device_name="/dev/vda")
+    _bdm(server, tag="t1", delete_on_termination=True, attach_mode="ro")
+    _bdm(server, device_name=None, attachment_id=None)
+    _bdm(_server(), device_name="/dev/vdc")      # another server's mapping
+    del statements[:]
+    project_id, rows = api.list_volume_attachments(ctx, server)
+    assert len(statements) == 1
+    assert project_id == "p1"
+    instance = api.get(ctx, server)
+    expected = api.get_volume_attachments(ctx, instance)
+    assert len(rows) == len(expected) == 2
+    for row, bdm in zip(rows, expected):
+        for name in _LISTED:
+            if name == "attach_mode":
+                # the object says rw for a NULL column, the view does the same
+                assert (row.attach_mode or "rw") == bdm.attach_mode
+            else:
+                assert getattr(row, name) == getattr(bdm, name), name
+    assert rows[0].delete_on_termination is True and rows[0].attach_mode == "ro"
+
+
+def test_list_volume_attachments_of_a_server_without_volumes(api, ctx):
+    server = _server()
+    _bdm(server, source_type="image", destination_type="local", volume_id=None)
+    assert api.list_volume_attachments(ctx, server) == ("p1", [])
+    assert api.list_volume_attachments(ctx, _server()) == ("p1", [])
+
+
+def test_list_volume_attachments_hides_missing_and_other_projects_servers(api, ctx):
+    server = _server(project_id="p2")
+    _bdm(server)
+    with pytest.raises(exception.InstanceNotFound) as info:
+        api.list_volume_attachments(ctx, server)
+    assert server in info.value.format_message()
+    project_id, rows = api.list_volume_attachments(ctx.elevated(), server)
+    assert project_id == "p2" and len(rows) == 1
+    with pytest.raises(exception.InstanceNotFound):
+        api.list_volume_attachments(ctx, str(uuid.uuid4()))
+    deleted = _server()
+    db_api.instance_destroy(deleted)
+    with pytest.raises(exception.InstanceNotFound):
+        api.list_volume_attachments(ctx, deleted)
+
+
 def test_get_volume_attachment_from_the_mappings_answers_as_the_query(api, ctx):
     server = _server()
     volume = str(uuid.uuid4())
@@ -211,3 +262,40 @@ def test_server_delete_reads_the_compute_every_time(api, ctx, statements):
         api.delete(ctx, instance)
         assert len(_service_reads(statements)) == 1
     assert [c[0] for c in api.compute_task_api.calls] == ["delete_instance"] * 2
+
+
+# -- a server action whose cast cannot be sent ------------------------------------
+
+class _DownBus(_Tasks):
+    def stop_instance(self, ctx, instance):
+        import oslo_messaging
+        raise oslo_messaging.MessageDeliveryFailure("broker unreachable")
+
+
+def test_unsent_action_puts_task_state_back_and_records_the_failure(database, ctx):
+    api = compute_api.API(volume_api=_Volumes(), compute_task_api=_DownBus())
+    server = _server()
+    instance = api.get(ctx, server)
+    import oslo_messaging
+    with pytest.raises(oslo_messaging.MessageDeliveryFailure):
+        api.stop(ctx, instance)
+    fresh = api.get(ctx, server)
+    # not stuck in powering-off: the user can retry (or do something else)
+    assert (fresh.vm_state, fresh.task_state) == ("active", None)
+    [action] = objects.InstanceActionList.get_by_instance_uuid(ctx, server)
+    assert action.action == "stop"
+    [event] = objects.InstanceActionEventList.get_by_action(ctx, action.id)
+    assert (event.event, event.result) == ("api_stop", "Error")
+    assert "broker unreachable" in event.traceback
+
+
+def test_sent_action_keeps_its_task_state(database, ctx):
+    class _Bus(_Tasks):
+        def stop_instance(self, ctx, instance):
+            self.calls.append(("stop_instance", instance.uuid))
+    tasks = _Bus()
+    api = compute_api.API(volume_api=_Volumes(), compute_task_api=tasks)
+    server = _server()
+    api.stop(ctx, api.get(ctx, server))
+    assert tasks.calls == [("stop_instance", server)]
+    assert api.get(ctx, server).task_state == "powering-off"
