@@ -79,6 +79,21 @@ _INSTANCE_WITH_BDMS = (
     .set_label_style(LABEL_STYLE_TABLENAME_PLUS_COL))
 _INSTANCE_KEYS = tuple(c.key for c in _INSTANCES.c)
 _BDM_KEYS = tuple(c.key for c in _BDMS.c)
+# GET os-volume_attachments: the server's project and, per volume mapping,
+# only the columns its view shows (not connection_info, a large text).  The
+# destination test is in the ON clause so that a server without volumes
+# still gives its one row (with NULL mapping columns).
+_VOLUME_ATTACHMENT_COLUMNS = ("id", "uuid", "instance_uuid", "volume_id", "device_name",
+                              "tag", "delete_on_termination", "attachment_id",
+                              "attach_mode")
+_INSTANCE_VOLUME_ATTACHMENTS = (
+    select(_INSTANCES.c.project_id,
+           *[_BDMS.c[name] for name in _VOLUME_ATTACHMENT_COLUMNS])
+    .select_from(_INSTANCES.outerjoin(
+        _BDMS, (_BDMS.c.instance_uuid == _INSTANCES.c.uuid)
+        & (_BDMS.c.destination_type == "volume")))
+    .where(_INSTANCES.c.uuid == bindparam("uuid"), _INSTANCES.c.deleted == 0)
+    .order_by(_BDMS.c.id))
 _ACTION_INSERT = insert(_ACTIONS)
 _SERVICE_BY_HOST_AND_BINARY = (select(_SERVICES)
                                .where(_SERVICES.c.host == bindparam("host"),
@@ -206,6 +221,20 @@ def instance_get_with_bdms(uuid):
     bdms = [dict(zip(_BDM_KEYS, row[split:])) for row in rows
             if row[bdm_id] is not None]
     return instance, bdms
+
+
+def instance_volume_attachments(uuid):
+    """``(project_id, rows)`` of a (not deleted) instance: its volume
+    mappings (destination ``volume``) in id order, each a row with the
+    attributes ``_VOLUME_ATTACHMENT_COLUMNS`` names, in one statement.  The
+    list of a server's attachments reads nothing else.  InstanceNotFound
+    when there is no such instance."""
+    with db_engine.lone_statement() as conn:
+        rows = conn.execute(_INSTANCE_VOLUME_ATTACHMENTS, {"uuid": uuid}).all()
+    if not rows:
+        raise exception.InstanceNotFound(instance_id=uuid)
+    # a server without volume mappings: one row, its mapping columns NULL
+    return rows[0].project_id, [row for row in rows if row.id is not None]
 
 
 def instance_get_all(filters=None, limit=None, marker=None, sort_dir="desc"):

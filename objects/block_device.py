@@ -160,3 +160,15 @@ class BlockDeviceMappingList(base.ObjectListBase, base.VolattachObject):
 
     def volumes(self):
         return [b for b in self.objects if b.is_volume]
+
+
+def volume_attachment_rows(instance_uuid):
+    """``(project_id, rows)``: a server's project and its volume mappings as
+    read-only rows (the attributes of a mapping that the attachment list
+    shows, ``db.api.instance_volume_attachments``), not objects.
+
+    For the compute API's GET os-volume_attachments, which only renders
+    them: building an Instance and a BlockDeviceMapping per row cost more
+    than the database read.  InstanceNotFound when there is no such server."""
+    from db import api as db_api
+    return db_api.instance_volume_attachments(instance_uuid)

@@ -52,11 +52,12 @@ class VolumeAttachments(common.Resource):
     def on_get(self, req, resp, server_id):
         query = validation.validate_query(req.context.microversion,
                                           schemas.INDEX_QUERY, common.query(req))
-        instance, bdms = self._instance(req, server_id, "index")
-        bdms = self.compute.get_volume_attachments(req.context.ctx, instance,
-                                                   bdms=bdms)
-        common.send(resp, view.index(req, common.limited(self.conf, list(bdms),
-                                                         query)))
+        # rows, not objects: the list only renders them (404 before 403,
+        # as ``_instance``)
+        ctx = req.context.ctx
+        project_id, bdms = self.compute.list_volume_attachments(ctx, server_id)
+        policy.authorize(ctx, POLICY % "index", {"project_id": project_id})
+        common.send(resp, view.index(req, common.limited(self.conf, bdms, query)))
 
     def on_post(self, req, resp, server_id):
         mv = req.context.microversion

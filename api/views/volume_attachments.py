@@ -1,6 +1,7 @@
 """volumeAttachment bodies of os-volume_attachments.
 
-List and show (a block device mapping):
+List and show (a block device mapping: an object, or for the list a row
+with the same attribute names):
   ``id`` (the volume id)        up to 2.88
   ``volumeId``, ``serverId``    always
   ``device``                    only when the mapping has a device name
@@ -40,9 +41,18 @@ def attachment(req, bdm):
         body["attachment_id"] = bdm.attachment_id
         body["bdm_uuid"] = bdm.uuid
     if mv.matches("2.105"):
-        mode = bdm.attach_mode if bdm.obj_attr_is_set("attach_mode") else None
-        body["attach_mode"] = mode or "rw"
+        body["attach_mode"] = _attach_mode(bdm)
     return body
+
+
+def _attach_mode(bdm):
+    """``rw`` unless the mapping says otherwise.  ``bdm`` is an object (the
+    field may be unset) or a database row (NULL for a mapping stored before
+    the column existed)."""
+    is_set = getattr(bdm, "obj_attr_is_set", None)
+    if is_set is not None and not is_set("attach_mode"):
+        return "rw"
+    return bdm.attach_mode or "rw"
 
 
 def index(req, bdms):

@@ -161,6 +161,15 @@ class FakeFacade:
             raise exception.InstanceNotFound(instance_id=server_id)
         return instance, list(self.bdms.get(instance.uuid, []))
 
+    def list_volume_attachments(self, ctx, server_id):
+        self._record("list_volume_attachments", ctx, server_id)
+        instance = self.instances.get(server_id)
+        if instance is None or (not ctx.is_admin
+                                and instance.project_id != ctx.project_id):
+            raise exception.InstanceNotFound(instance_id=server_id)
+        return instance.project_id, [b for b in self.bdms.get(instance.uuid, [])
+                                     if b.is_volume]
+
     def get_all(self, ctx, search_opts, limit=None, marker=None):
         self._record("get_all", ctx, search_opts, limit=limit, marker=marker)
         result = [i for i in self.instances.values()

@@ -406,15 +406,16 @@ def test_list_show_attach_detach_read_the_server_once_with_its_mappings(
         api, server, facade):
     bdm = facade.add_bdm(server, volume_id=VOLUME)
     assert api.get(_url(server), version="2.89").status_code == 200
-    assert _reads(facade) == ["get_with_bdms"]
-    assert facade.last_call("get_volume_attachments")[1]["bdms"] == [bdm]
+    # the list reads rows of its own (list_volume_attachments), no objects
+    assert _reads(facade) == []
+    assert facade.last_call("list_volume_attachments")[0][1] == server.uuid
     assert api.get(_url(server, VOLUME), version="2.89").status_code == 200
     assert facade.last_call("get_volume_attachment")[1]["bdms"] == [bdm]
     assert _attach(api, server, "2.101", volumeId=NEW_VOLUME).status_code == 202
     assert facade.last_call("attach_volume")[1]["bdms"] == [bdm]
     assert api.delete(_url(server, VOLUME)).status_code == 202
     assert facade.last_call("detach_volume")[1]["bdms"] == [bdm]
-    assert _reads(facade) == ["get_with_bdms"] * 4
+    assert _reads(facade) == ["get_with_bdms"] * 3
 
 
 def test_policy_is_checked_after_the_server_is_found(api, server, facade):
@@ -424,3 +425,41 @@ def test_policy_is_checked_after_the_server_is_found(api, server, facade):
     result = api.get(_url(server), token="bob:p2")
     assert result.status_code == 404
     assert not facade.called("get_volume_attachments")
+
+
+# -- the list view renders database rows as it renders objects -------------------------
+
+def _view_request(version):
+    from types import SimpleNamespace
+
+    from api import microversions
+    mv = microversions.Version.parse(version)
+    return SimpleNamespace(context=SimpleNamespace(microversion=mv))
+
+
+def _row(**kw):
+    from types import SimpleNamespace
+    values = dict(id=1, uuid=str(uuid.uuid4()), instance_uuid=str(uuid.uuid4()),
+                  volume_id=VOLUME, device_name="/dev/vdb", tag="t",
+                  delete_on_termination=1, attachment_id=str(uuid.uuid4()),
+                  attach_mode=None)
+    values.update(kw)
+    return SimpleNamespace(**values)
+
+
+def test_the_list_view_of_a_row_matches_the_object_fields():
+    from api.views import volume_attachments as view
+    row = _row()
+    body = view.index(_view_request("2.105"), [row])["volumeAttachments"]
+    assert body == [{"volumeId": VOLUME, "serverId": row.instance_uuid,
+                     "device": "/dev/vdb", "tag": "t",
+                     "delete_on_termination": True,
+                     "attachment_id": row.attachment_id, "bdm_uuid": row.uuid,
+                     "attach_mode": "rw"}]     # NULL column: rw, as the object
+    assert view.attachment(_view_request("2.105"),
+                           _row(attach_mode="ro"))["attach_mode"] == "ro"
+    # an attachment in progress is hidden from 2.89, shown with id below
+    pending = _row(attachment_id=None, device_name=None)
+    assert view.index(_view_request("2.89"), [pending]) == {"volumeAttachments": []}
+    assert view.index(_view_request("2.1"), [pending])["volumeAttachments"] == [
+        {"id": VOLUME, "volumeId": VOLUME, "serverId": pending.instance_uuid}]

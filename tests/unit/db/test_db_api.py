@@ -187,6 +187,30 @@ def test_instance_with_bdms_of_a_missing_or_deleted_server(database):
         db_api.instance_get_with_bdms(inst["uuid"])
 
 
+def test_instance_volume_attachments_are_the_volume_mappings(database):
+    inst = _instance(project="p7")
+    _bdm_row(inst["uuid"], destination_type="local", volume_id=None, boot_index=0)
+    first = _bdm_row(inst["uuid"], tag="t", delete_on_termination=True,
+                     attach_mode="ro", attachment_id=str(uuid.uuid4()))
+    second = _bdm_row(inst["uuid"])
+    _bdm_row(_instance()["uuid"])
+    project_id, rows = db_api.instance_volume_attachments(inst["uuid"])
+    assert project_id == "p7"
+    assert [r.id for r in rows] == [first["id"], second["id"]]
+    for row, stored in zip(rows, (first, second)):
+        for name in ("uuid", "instance_uuid", "volume_id", "device_name", "tag",
+                     "delete_on_termination", "attachment_id", "attach_mode"):
+            assert getattr(row, name) == stored[name], name
+    assert rows[0].delete_on_termination is True
+    # a server without volume mappings, a missing one, a deleted one
+    assert db_api.instance_volume_attachments(_instance()["uuid"]) == ("p1", [])
+    with pytest.raises(exception.InstanceNotFound):
+        db_api.instance_volume_attachments(str(uuid.uuid4()))
+    db_api.instance_destroy(inst["uuid"])
+    with pytest.raises(exception.InstanceNotFound):
+        db_api.instance_volume_attachments(inst["uuid"])
+
+
 def test_action_start_returns_the_stored_row(database):
     inst = _instance()
     row = db_api.action_start({"action": "attach_volume", "instance_uuid": inst["uuid"],
