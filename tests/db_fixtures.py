@@ -43,3 +43,19 @@ def compute_database(kind, tmp_path):
     with fresh_postgres_database(base) as url:
         migration.db_sync(url)
         yield url
+
+
+@contextlib.contextmanager
+def configured_compute_database(kind, tmp_path):
+    """``compute_database(kind)`` as the ``[database] connection`` of the
+    global CONF for the block; its engines are disposed of afterwards."""
+    from db import engine as db_engine
+    from volattach.conf import CONF
+    CONF([], project="volattach", default_config_files=[])
+    with compute_database(kind, tmp_path) as url:
+        CONF.set_override("connection", url, group="database")
+        try:
+            yield url
+        finally:
+            CONF.clear_override("connection", group="database")
+            db_engine.dispose_all()

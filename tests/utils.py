@@ -38,3 +38,20 @@ def require_env(name, what):
     if in_ci():
         pytest.fail(f"CI: {message}", pytrace=False)
     pytest.skip(message)
+
+
+def read_http_request(rfile):
+    """The next raw HTTP request (head and Content-Length body) from a
+    server-side ``rfile``, or None when the client closed the connection:
+    for the scripted loopback servers of the HTTP client tests."""
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        line = rfile.readline()
+        if not line:
+            return None
+        head += line
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return head + rfile.read(length)

@@ -64,12 +64,8 @@ class _Tasks:
 
 @pytest.fixture
 def database(tmp_path):
-    CONF([], project="volattach", default_config_files=[])
-    with db_fixtures.compute_database("sqlite", tmp_path) as url:
-        CONF.set_override("connection", url, group="database")
+    with db_fixtures.configured_compute_database("sqlite", tmp_path) as url:
         yield url
-        CONF.clear_override("connection", group="database")
-        db_engine.dispose_all()
 
 
 @pytest.fixture

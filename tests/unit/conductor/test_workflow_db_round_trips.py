@@ -18,19 +18,14 @@ from db import engine as db_engine
 from tests import db_fixtures
 from volattach import context as volattach_context
 from volattach import exception
-from volattach.conf import CONF
 
 objects.register_all()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def database(request, tmp_path):
-    CONF([], project="volattach", default_config_files=[])
-    with db_fixtures.compute_database(request.param, tmp_path) as url:
-        CONF.set_override("connection", url, group="database")
+    with db_fixtures.configured_compute_database(request.param, tmp_path) as url:
         yield url
-        CONF.clear_override("connection", group="database")
-        db_engine.dispose_all()
 
 
 @contextlib.contextmanager

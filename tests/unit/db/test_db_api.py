@@ -14,16 +14,12 @@ from db import engine as db_engine
 from db import models
 from tests import db_fixtures
 from volattach import exception
-from volattach.conf import CONF
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def database(request, tmp_path):
-    CONF([], project="volattach", default_config_files=[])
-    with db_fixtures.compute_database(request.param, tmp_path) as url:
-        CONF.set_override("connection", url, group="database")
+    with db_fixtures.configured_compute_database(request.param, tmp_path) as url:
         yield url
-        CONF.clear_override("connection", group="database")
 
 
 def _instance(project="p1", **kw):

@@ -11,6 +11,7 @@ from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
+from tests import utils
 from volattach import conf as volattach_conf
 from volattach import context as volattach_context
 from volume import cinder
@@ -136,17 +137,10 @@ class RawRecorder:
         rfile = conn.makefile("rb")
         with conn:
             while True:
-                head = b""
-                while not head.endswith(b"\r\n\r\n"):
-                    line = rfile.readline()
-                    if not line:
-                        return
-                    head += line
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":")[1])
-                self.requests.append(head + rfile.read(length))
+                request = utils.read_http_request(rfile)
+                if request is None:
+                    return
+                self.requests.append(request)
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: "
                              b"application/json\r\nContent-Length: %d\r\n\r\n"
                              % len(self.BODY) + self.BODY)

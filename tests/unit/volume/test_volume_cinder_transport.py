@@ -16,6 +16,7 @@ import time
 import pytest
 from keystoneauth1 import plugin as ks_plugin
 
+from tests import utils
 from tests.unit.volume.test_volume_cinder_session import (
     StockVolumeAPI, make_conf)
 from volattach import context as volattach_context
@@ -76,17 +77,10 @@ class ScriptedServer:
         rfile = conn.makefile("rb")
         with conn:
             while True:
-                head = b""
-                while not head.endswith(b"\r\n\r\n"):
-                    line = rfile.readline()
-                    if not line:
-                        return
-                    head += line
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":")[1])
-                self.requests.append(head + rfile.read(length))
+                request = utils.read_http_request(rfile)
+                if request is None:
+                    return
+                self.requests.append(request)
                 reply = self.script.pop(0) if self.script else ok()
                 if callable(reply):
                     reply = reply()
