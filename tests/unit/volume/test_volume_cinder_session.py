@@ -9,21 +9,11 @@ import pytest
 import requests
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
-from oslo_config import cfg
 
 from tests import utils
-from volattach import conf as volattach_conf
+from tests.unit.volume.test_volume_cinder_unit import make_conf
 from volattach import context as volattach_context
 from volume import cinder
-
-
-def make_conf(**cinder_opts):
-    conf = cfg.ConfigOpts()
-    volattach_conf.register_opts(conf)
-    conf([], default_config_files=[])
-    for key, value in cinder_opts.items():
-        conf.set_override(key, value, group="cinder")
-    return conf
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ import pytest
 from keystoneauth1 import plugin as ks_plugin
 
 from tests import utils
-from tests.unit.volume.test_volume_cinder_session import (
-    StockVolumeAPI, make_conf)
+from tests.unit.volume.test_volume_cinder_session import (  # noqa: F401
+    StockVolumeAPI, clean_env, make_conf)
 from volattach import context as volattach_context
 from volattach import exception
 from volume import cinder
@@ -95,15 +95,6 @@ class ScriptedServer:
         self.listener.close()
 
 
-@pytest.fixture
-def no_proxy_env(monkeypatch):
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
-                 "http_proxy", "https_proxy", "all_proxy", "no_proxy",
-                 "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
-
-
 def served(script=(), **cinder_opts):
     server = ScriptedServer(script)
     api = cinder.VolumeAPI(make_conf(endpoint=server.url, retry_seconds=0,
@@ -116,7 +107,7 @@ def lean_endpoints(api):
             if isinstance(e, cinder.LeanEndpoint)]
 
 
-def test_calls_of_one_thread_share_one_kept_alive_connection(no_proxy_env):
+def test_calls_of_one_thread_share_one_kept_alive_connection(clean_env):
     server, api = served()
     for _ in range(5):
         assert api.get(CTX, "v1")["id"] == "v1"
@@ -126,7 +117,7 @@ def test_calls_of_one_thread_share_one_kept_alive_connection(no_proxy_env):
 
 
 def test_concurrent_calls_use_separate_connections_then_share_them(
-        no_proxy_env):
+        clean_env):
     def slow():
         time.sleep(0.3)
         return ok()
@@ -148,7 +139,7 @@ def test_concurrent_calls_use_separate_connections_then_share_them(
 
 
 @pytest.mark.parametrize("method", ["get", "attachment_complete"])
-def test_connection_closed_while_idle_is_replaced(no_proxy_env, method):
+def test_connection_closed_while_idle_is_replaced(clean_env, method):
     # The server answers, then closes the kept-alive connection (as an
     # idle timeout would): the next request, even a POST, is sent again on
     # a fresh connection, and the server sees it once.
@@ -159,7 +150,7 @@ def test_connection_closed_while_idle_is_replaced(no_proxy_env, method):
     assert len(server.requests) == 2
 
 
-def test_post_whose_answer_is_cut_short_is_not_resent(no_proxy_env):
+def test_post_whose_answer_is_cut_short_is_not_resent(clean_env):
     # The POST reached the server, which dies halfway through the answer:
     # the error surfaces (as it did through requests) and is not retried.
     cut = ok()[:-10]
@@ -173,7 +164,7 @@ def test_post_whose_answer_is_cut_short_is_not_resent(no_proxy_env):
 
 
 def test_fresh_connection_closed_without_answer_fails_like_requests(
-        no_proxy_env):
+        clean_env):
     # A fresh connection that gets no answer is a connection failure, as
     # keystoneauth reported it (ConnectFailure, then tenacity's bounded
     # retry): no immediate resend by the transport.
@@ -187,7 +178,7 @@ def test_fresh_connection_closed_without_answer_fails_like_requests(
         server.close()
 
 
-def test_refused_connection_is_a_connection_failure(no_proxy_env):
+def test_refused_connection_is_a_connection_failure(clean_env):
     probe = socket.create_server(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()
@@ -197,7 +188,7 @@ def test_refused_connection_is_a_connection_failure(no_proxy_env):
         api.get(CTX, "v1")
 
 
-def test_read_timeout_of_a_post_is_not_retried(no_proxy_env):
+def test_read_timeout_of_a_post_is_not_retried(clean_env):
     # The server reads the POST and never answers: keystoneauth reported a
     # timeout (ConnectTimeout), which is not retried for a POST.
     hang = threading.Event()
@@ -223,7 +214,7 @@ def test_read_timeout_of_a_post_is_not_retried(no_proxy_env):
         listener.close()
 
 
-def test_gzip_answer_is_decoded(no_proxy_env):
+def test_gzip_answer_is_decoded(clean_env):
     body = gzip.compress(VOLUME)
     server, api = served([
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -232,7 +223,7 @@ def test_gzip_answer_is_decoded(no_proxy_env):
     assert api.get(CTX, "v1")["status"] == "available"
 
 
-def test_error_answer_is_translated(no_proxy_env):
+def test_error_answer_is_translated(clean_env):
     body = b'{"itemNotFound": {"code": 404, "message": "gone"}}'
     server, api = served([
         b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
@@ -243,9 +234,9 @@ def test_error_answer_is_translated(no_proxy_env):
 
 # -- what goes through keystoneauth/requests instead ---------------------------
 
-def test_proxied_endpoint_goes_through_requests(no_proxy_env):
+def test_proxied_endpoint_goes_through_requests(clean_env):
     proxy = ScriptedServer()
-    no_proxy_env.setenv("http_proxy", "http://127.0.0.1:%d" % proxy.port)
+    clean_env.setenv("http_proxy", "http://127.0.0.1:%d" % proxy.port)
     api = cinder.VolumeAPI(make_conf(endpoint="http://cinder.invalid:8776/v3",
                                      retry_seconds=0))
     assert api.get(CTX, "v1")["id"] == "v1"
@@ -255,17 +246,17 @@ def test_proxied_endpoint_goes_through_requests(no_proxy_env):
     assert api._endpoints == {("http", "cinder.invalid:8776"): None}
 
 
-def test_endpoint_in_no_proxy_uses_the_lean_transport(no_proxy_env):
+def test_endpoint_in_no_proxy_uses_the_lean_transport(clean_env):
     server = ScriptedServer()
-    no_proxy_env.setenv("http_proxy", "http://127.0.0.1:9")
-    no_proxy_env.setenv("no_proxy", "127.0.0.1")
+    clean_env.setenv("http_proxy", "http://127.0.0.1:9")
+    clean_env.setenv("no_proxy", "127.0.0.1")
     api = cinder.VolumeAPI(make_conf(endpoint=server.url, retry_seconds=0))
     api.get(CTX, "v1")
     assert len(lean_endpoints(api)) == 1
 
 
 def test_keystoneauth_debug_logging_goes_through_keystoneauth(
-        no_proxy_env, caplog):
+        clean_env, caplog):
     server, api = served()
     with caplog.at_level(logging.DEBUG, logger="keystoneauth.session"):
         api.get(CTX, "v1")
@@ -273,7 +264,7 @@ def test_keystoneauth_debug_logging_goes_through_keystoneauth(
     assert "REQ: curl" in caplog.text
 
 
-def test_cookies_are_kept_and_sent_back_as_requests_does(no_proxy_env):
+def test_cookies_are_kept_and_sent_back_as_requests_does(clean_env):
     def run(api_class):
         server = ScriptedServer([ok(extra=b"Set-Cookie: lb=node2; Path=/\r\n")])
         api = api_class(make_conf(endpoint=server.url, retry_seconds=0))
@@ -320,7 +311,7 @@ def keystone_run(api_class, script):
 
 
 def test_keystone_401_reauthenticates_once_as_keystoneauth_does(
-        no_proxy_env):
+        clean_env):
     unauthorized = (b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n")
     ours = keystone_run(cinder.VolumeAPI, [unauthorized])
     stock = keystone_run(StockVolumeAPI, [unauthorized])
@@ -351,7 +342,7 @@ def exercise_all(api):
 @pytest.mark.parametrize("cinder_opts", [
     {}, {"auth_strategy": "keystone"}, {"noauth_include_roles": False},
 ])
-def test_wire_bytes_identical_to_stock_keystoneauth(no_proxy_env,
+def test_wire_bytes_identical_to_stock_keystoneauth(clean_env,
                                                     cinder_opts):
     def run(api_class):
         server = ScriptedServer()
@@ -390,7 +381,7 @@ def tls_server(certificate, client_ca=None):
     return ScriptedServer(context=context)
 
 
-def test_https_with_cafile(no_proxy_env, certificate):
+def test_https_with_cafile(clean_env, certificate):
     server = tls_server(certificate)
     api = cinder.VolumeAPI(make_conf(endpoint=server.url, retry_seconds=0,
                                      cafile=certificate[0]))
@@ -399,7 +390,7 @@ def test_https_with_cafile(no_proxy_env, certificate):
     assert server.connections == 1 and len(lean_endpoints(api)) == 1
 
 
-def test_https_unknown_ca_fails_and_insecure_does_not(no_proxy_env,
+def test_https_unknown_ca_fails_and_insecure_does_not(clean_env,
                                                       certificate):
     server = tls_server(certificate)
     api = cinder.VolumeAPI(make_conf(endpoint=server.url, retry_seconds=0))
@@ -411,7 +402,7 @@ def test_https_unknown_ca_fails_and_insecure_does_not(no_proxy_env,
     assert api.get(CTX, "v1")["id"] == "v1"
 
 
-def test_https_client_certificate(no_proxy_env, certificate):
+def test_https_client_certificate(clean_env, certificate):
     server = tls_server(certificate, client_ca=certificate[0])
     api = cinder.VolumeAPI(make_conf(
         endpoint=server.url, retry_seconds=0, cafile=certificate[0],
@@ -438,9 +429,9 @@ def test_tls_context_options(certificate):
     assert context.verify_mode == ssl.CERT_REQUIRED
 
 
-def test_requests_ca_bundle_environment_is_honoured(no_proxy_env,
+def test_requests_ca_bundle_environment_is_honoured(clean_env,
                                                     certificate):
-    no_proxy_env.setenv("REQUESTS_CA_BUNDLE", certificate[0])
+    clean_env.setenv("REQUESTS_CA_BUNDLE", certificate[0])
     server = tls_server(certificate)
     api = cinder.VolumeAPI(make_conf(endpoint=server.url, retry_seconds=0))
     assert api.get(CTX, "v1")["id"] == "v1"
