@@ -11,16 +11,18 @@ connection the server hung up on is seen from its socket
 is pinged (``volattach.db_idle_ping``, shared with the volume service's
 engine).
 """
+import contextlib
 import os
 import threading
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.orm import sessionmaker
 
-from volattach import db_hangup_check as pool_ping
-from volattach.conf import CONF
+from volattach import db_autocommit
+from volattach import db_hangup_check as hangup_check
 from volattach import db_idle_ping as liveness
 from volattach import sqlite_settings
+from volattach.conf import CONF
 
 # A pooled connection idle for longer is pinged before use.
 POOL_PING_IDLE_SECONDS = liveness.DEFAULT_IDLE_SECONDS
@@ -58,7 +60,7 @@ def make_engine(url, pool_size=10, echo=False):
     engine = create_engine(url, echo=echo, pool_size=pool_size,
                            max_overflow=pool_size * 2)
     liveness.install(engine, idle_seconds=POOL_PING_IDLE_SECONDS)
-    pool_ping.install(engine)
+    hangup_check.install(engine)
     return engine
 
 
@@ -83,25 +85,22 @@ def session(url=None):
     return get_engine(url).sessionmaker()
 
 
+@contextlib.contextmanager
 def lone_statement(url=None):
     """A connection for one statement that is a transaction by itself (a
     single SELECT, INSERT or UPDATE): use as a context manager.
 
-    On PostgreSQL the connection is in autocommit mode for the checkout:
-    psycopg2 would otherwise send a BEGIN before the statement, and the
-    pool a ROLLBACK (or the caller a COMMIT) after it, three round trips
-    where one does.  SQLite's driver reads without a transaction already
-    and wraps a lone write in one of its own: nothing to change there.  A
-    write still calls ``commit()`` (a no-op in autocommit mode)."""
-    engine = get_engine(url)
-    conn = engine.connect()
-    if engine.dialect.name == "postgresql":
-        try:
-            conn.execution_options(isolation_level="AUTOCOMMIT")
-        except BaseException:
-            conn.close()
-            raise
-    return conn
+    On PostgreSQL the connection is in autocommit mode for the checkout
+    (``volattach.db_autocommit``: one round trip instead of three).
+    SQLite's driver reads without a transaction already and wraps a lone
+    write in one of its own: nothing to change there.  A write still calls
+    ``commit()`` (a no-op in autocommit mode)."""
+    with get_engine(url).connect() as conn:
+        if conn.dialect.name == "postgresql":
+            with db_autocommit.autocommit(conn):
+                yield conn
+        else:
+            yield conn
 
 
 def dispose_all():

@@ -44,6 +44,7 @@ import time
 import sqlalchemy as sa
 from sqlalchemy import event, exc as sa_exc
 
+from volattach import db_autocommit
 from volattach import db_hangup_check as hangup_check
 from volattach import db_idle_ping as liveness
 from volattach import sqlite_settings
@@ -140,20 +141,6 @@ def _lost_connection_is_retryable():
         raise
 
 
-@contextlib.contextmanager
-def _autocommit(conn):
-    """psycopg2 without BEGIN/ROLLBACK around a single statement.  Set on
-    the DBAPI connection (no round trip), unlike SQLAlchemy's AUTOCOMMIT
-    isolation level whose reset at check-in sends a ``SET``."""
-    dbapi_connection = conn.connection.dbapi_connection
-    dbapi_connection.autocommit = True
-    try:
-        yield
-    finally:
-        if not dbapi_connection.closed:
-            dbapi_connection.autocommit = False
-
-
 class Database:
     """The database of one volume service, lazily connected per process."""
 
@@ -204,7 +191,7 @@ class Database:
         with self.engine.connect() as conn:
             with _lost_connection_is_retryable():
                 if conn.dialect.name == "postgresql":
-                    with _autocommit(conn):
+                    with db_autocommit.autocommit(conn):
                         return fn(conn, *args, **kwargs)
                 # SQLite: no BEGIN, the statement is its own transaction.
                 return fn(conn, *args, **kwargs)
