@@ -6,8 +6,7 @@ migration needs it to connect a volume to that host.  ``ConnectorCache``
 spares the conductor a services-table read per attach by remembering, per
 host, the connector read at most ``ttl`` seconds ago (the same 3 s window
 as ``volattach.servicegroup.UpCache``, which the compute API uses for its
-"is the compute up?" check; UpCache answers yes/no only, so the row's
-connector needs a cache of its own).
+"is the compute up?" check: both are ``servicegroup.RecentRows``).
 
 What the cache can delay, by at most ``ttl``, is a connector that changes
 under a running deployment: a compute restarted with another initiator, or
@@ -17,39 +16,25 @@ RPC fails if it is gone).  A host without a service row or without a
 connector is never remembered: it is read again at every question, so a
 compute that registers is seen at once.
 """
-import threading
 import time
 
 from volattach import servicegroup
 
 
-class ConnectorCache:
+def _has_connector(service):
+    return bool(service.connector)
+
+
+class ConnectorCache(servicegroup.RecentRows):
     """``get(host, load)``: the connector of ``host``'s compute, from a read
     younger than ``ttl`` seconds or from ``load()`` (which returns the
     service row, or None)."""
 
     def __init__(self, ttl=servicegroup.UP_CACHE_SECONDS, clock=time.monotonic):
-        self.ttl = ttl
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._connectors = {}       # host -> (clock() when read, connector)
+        super().__init__(_has_connector, ttl, clock)
 
     def get(self, host, load):
         """A copy of the connector (callers add mountpoint and mode to it),
         or None when the host has no service row or no connector."""
-        now = self._clock()
-        entry = self._connectors.get(host)
-        if entry is not None and now - entry[0] < self.ttl:
-            return dict(entry[1])
-        service = load()
-        connector = service.connector if service is not None else None
-        with self._lock:
-            if connector:
-                self._connectors[host] = (now, dict(connector))
-            else:
-                self._connectors.pop(host, None)
-        return dict(connector) if connector else None
-
-    def clear(self):
-        with self._lock:
-            self._connectors.clear()
+        service = super().get(host, load)
+        return dict(service.connector) if service is not None else None

@@ -39,33 +39,53 @@ def is_up(service):
     return (utcnow() - last).total_seconds() <= CONF.service_down_time
 
 
-class UpCache:
+class RecentRows:
+    """Service rows, per key, remembered for ``ttl`` seconds while
+    ``keep(row)`` holds.
+
+    ``get(key, load)`` answers from the row read at most ``ttl`` seconds ago
+    if ``keep`` still holds for it (asked again at each question), else
+    from ``load()`` (the current row, or None); a row for which ``keep``
+    does not hold is never remembered and never returned.  ``UpCache`` and
+    the conductor's connector cache are this with their own ``keep``.
+    """
+
+    def __init__(self, keep, ttl=UP_CACHE_SECONDS, clock=time.monotonic):
+        self.keep = keep
+        self.ttl = ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._rows = {}      # key -> (clock() when read, service row)
+
+    def get(self, key, load):
+        """The row of ``key`` for which ``keep`` holds, or None."""
+        now = self._clock()
+        entry = self._rows.get(key)
+        if entry is not None and now - entry[0] < self.ttl and self.keep(entry[1]):
+            return entry[1]
+        row = load()
+        kept = row is not None and self.keep(row)
+        with self._lock:
+            if kept:
+                self._rows[key] = (now, row)
+            else:
+                self._rows.pop(key, None)
+        return row if kept else None
+
+    def clear(self):
+        with self._lock:
+            self._rows.clear()
+
+
+class UpCache(RecentRows):
     """Answers "is it up?" from a service row read at most ``ttl`` seconds
     ago when that row said up; otherwise from ``load()`` (see the module
     docstring for what that changes)."""
 
     def __init__(self, ttl=UP_CACHE_SECONDS, clock=time.monotonic):
-        self.ttl = ttl
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._up = {}        # key -> (clock() when read, service row)
+        super().__init__(is_up, ttl, clock)
 
     def is_up(self, key, load):
         """Whether the service of ``key`` is up; ``load()`` returns its
         current row (or None when there is none)."""
-        now = self._clock()
-        entry = self._up.get(key)
-        if entry is not None and now - entry[0] < self.ttl and is_up(entry[1]):
-            return True
-        service = load()
-        up = service is not None and is_up(service)
-        with self._lock:
-            if up:
-                self._up[key] = (now, service)
-            else:
-                self._up.pop(key, None)
-        return up
-
-    def clear(self):
-        with self._lock:
-            self._up.clear()
+        return self.get(key, load) is not None
