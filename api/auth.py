@@ -15,8 +15,8 @@ or answer 401.  The version documents (``GET /``, ``GET /v2.1`` and
 """
 import logging
 
-from api import faults
-from api import middleware
+from volattach.api import faults
+from volattach.api import middleware
 from volattach import context as volattach_context
 
 LOG = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ import urllib.parse
 
 import falcon
 
-from api import auth
-from api import middleware
+from volattach.api import auth
+from volattach.api import middleware
 from volattach import exception
 
 JSON_TYPES = ("application/json", "application/vnd.openstack.compute+json")

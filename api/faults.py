@@ -23,7 +23,7 @@ import logging
 
 import falcon
 
-from api import microversions
+from volattach.api import microversions
 from volattach import exception
 from volattach import http_status
 

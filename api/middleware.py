@@ -16,8 +16,8 @@ import logging
 import re
 import uuid
 
-from api import faults
-from api import microversions
+from volattach.api import faults
+from volattach.api import microversions
 
 LOG = logging.getLogger(__name__)
 

@@ -7,13 +7,13 @@ when a suffix is given (``GET /servers/{server_id}`` is
 Nova's legacy ``/v2.1/{project_id}/...`` prefix (``api.common.RequestScope``
 takes the project id out and checks it against the caller's).
 """
-from api.handlers import flavors
-from api.handlers import instance_actions
-from api.handlers import server_actions
-from api.handlers import servers
-from api.handlers import services
-from api.handlers import versions
-from api.handlers import volume_attachments
+from volattach.api.handlers import flavors
+from volattach.api.handlers import instance_actions
+from volattach.api.handlers import server_actions
+from volattach.api.handlers import servers
+from volattach.api.handlers import services
+from volattach.api.handlers import versions
+from volattach.api.handlers import volume_attachments
 
 V21 = "/v2.1"
 _SERVER = "/servers/{server_id}"

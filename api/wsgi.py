@@ -33,11 +33,11 @@ import threading
 
 import falcon
 
-from api import auth
-from api import common
-from api import faults
-from api import middleware
-from api import routes
+from volattach.api import auth
+from volattach.api import common
+from volattach.api import faults
+from volattach.api import middleware
+from volattach.api import routes
 
 LOG = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def make_app(conf, compute_api=None):
     ``rpc.init`` to have run in this process).
     """
     if compute_api is None:
-        from compute import api as compute_api_module
+        from volattach.compute import api as compute_api_module
         compute_api = compute_api_module.API()
     application = make_router(conf, compute_api)
     for _name, wrap in reversed(MIDDLEWARE):
@@ -84,8 +84,8 @@ def config_files_from_env(environ=None):
 
 def load_application(conf=None):
     """Configuration, objects, RPC transport, then ``make_app`` (in a worker)."""
-    import objects
-    import rpc
+    from volattach import objects
+    from volattach import rpc
     from volattach import conf as volattach_conf
 
     conf = volattach_conf.CONF if conf is None else conf

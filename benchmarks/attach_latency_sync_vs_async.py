@@ -109,7 +109,7 @@ def main(argv=None):
     parser.add_argument("--json", help="also write the samples to this file")
     args = parser.parse_args(argv)
 
-    from db import engine as db_engine
+    from volattach.db import engine as db_engine
     from volattach.cmd.all import AllInOne
 
     with tempfile.TemporaryDirectory(prefix="va-attach-bench-") as state:

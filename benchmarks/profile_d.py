@@ -156,7 +156,7 @@ def instrument(counters):
             return sender
         setattr(cls, name, make(orig, name))
 
-    from volume import cinder
+    from volattach.volume import cinder
     orig_send = cinder.VolumeAPI._send_once
 
     def send_once(self, method, url, kwargs, retry_busy_multiattach):
@@ -168,7 +168,7 @@ def instrument(counters):
     # every object here is a VolattachObject (objects.base), which
     # serializes itself at its own version and hands other versions to
     # oslo's method (whose nested objects come back through this one)
-    from objects import base as volattach_base
+    from volattach.objects import base as volattach_base
     orig_to_primitive = volattach_base.VolattachObject.obj_to_primitive
 
     def to_primitive(self, *args, **kwargs):
@@ -207,9 +207,9 @@ def instrument(counters):
     orig_cycle = load.one_cycle
     load.one_cycle = counters.wrap_role(lambda *a, **k: "client (benchmark)", orig_cycle)
 
-    import volume.wsgi
-    orig_make_app = volume.wsgi.make_app
-    volume.wsgi.make_app = lambda *a, **k: counters.wrap_role(
+    import volattach.volume.wsgi
+    orig_make_app = volattach.volume.wsgi.make_app
+    volattach.volume.wsgi.make_app = lambda *a, **k: counters.wrap_role(
         _wsgi_role("volume"), orig_make_app(*a, **k))
     return oslo_messaging
 

@@ -10,13 +10,13 @@ import secrets
 import socket
 import uuid as uuidlib
 
-import objects
-from compute import device_names
-from conductor import api as conductor_api
-from conductor import manager as conductor_manager
-from objects import block_device as block_device_obj
-from objects import instance as instance_obj
-from objects import instance_action
+from volattach import objects
+from volattach.compute import device_names
+from volattach.conductor import api as conductor_api
+from volattach.conductor import manager as conductor_manager
+from volattach.objects import block_device as block_device_obj
+from volattach.objects import instance as instance_obj
+from volattach.objects import instance_action
 from volattach import exception
 from volattach import servicegroup
 
@@ -79,7 +79,7 @@ class API:
 
     def __init__(self, volume_api=None, compute_task_api=None):
         if volume_api is None:
-            from volume import cinder
+            from volattach.volume import cinder
             volume_api = cinder.VolumeAPI()
         self.volume_api = volume_api
         self.compute_task_api = compute_task_api or conductor_api.ComputeTaskAPI()
@@ -477,7 +477,7 @@ class API:
         """409 when ``host``'s compute is older than read-only attachments
         (the multiattach-enhancements spec: the API refuses, rather than
         attach read/write what the user asked read-only)."""
-        from objects import service as service_obj
+        from volattach.objects import service as service_obj
         version = self._compute_version(context, host)
         if version is None or version < service_obj.READ_ONLY_ATTACH_SERVICE_VERSION:
             raise exception.ComputeTooOldForFeature(host=host,
@@ -486,7 +486,7 @@ class API:
     def _check_read_only_computes(self, context):
         """409 unless some up compute honours read-only attachments (the
         scheduler then only picks such hosts)."""
-        from objects import service as service_obj
+        from volattach.objects import service as service_obj
         for service, up in self.service_list(context.elevated(),
                                              binary="volattach-compute"):
             if up and service.version >= service_obj.READ_ONLY_ATTACH_SERVICE_VERSION:
@@ -693,7 +693,7 @@ class API:
         """os-migrateLive: 400 for a destination that is the source or not
         an up compute, 409 when the source compute cannot live-migrate;
         the conductor picks a destination when ``host`` is None."""
-        from objects import service as service_obj
+        from volattach.objects import service as service_obj
         if host is not None:
             if host == instance.host:
                 raise exception.InvalidRequest(

@@ -120,7 +120,7 @@ class HostConnections:
     def rebuild(self, context):
         """Count the connections of the volumes of this host's instances
         (objects read through the conductor); return how many."""
-        import objects
+        from volattach import objects
         instances = objects.InstanceList.get_by_filters(context,
                                                         {"host": self.host})
         uuids = [inst.uuid for inst in instances]

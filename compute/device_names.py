@@ -1,6 +1,6 @@
 """Guest device names for the disks of a new server (assigned at create time,
 before the server is on any host; volume attaches later ask the compute)."""
-from compute.virt.fake import device_suffix
+from volattach.compute.virt.fake import device_suffix
 
 ROOT_DEVICE = "/dev/vda"
 

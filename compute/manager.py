@@ -19,9 +19,9 @@ import uuid as uuidlib
 
 import oslo_messaging as messaging
 
-import objects
-from compute import connections as host_connections
-from compute import locks
+from volattach import objects
+from volattach.compute import connections as host_connections
+from volattach.compute import locks
 from volattach import exception
 from volattach.conf import CONF
 

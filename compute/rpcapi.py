@@ -36,8 +36,8 @@ import time
 
 import oslo_messaging as messaging
 
-import rpc
-from objects import service as service_obj
+from volattach import rpc
+from volattach.objects import service as service_obj
 from volattach import context as volattach_context
 from volattach.conf import CONF
 
@@ -66,7 +66,7 @@ class ComputeAPI:
         with self._cap_lock:
             if self._cap is not None and now - self._cap_time < _CAP_TTL:
                 return self._cap
-        from objects.service import Service
+        from volattach.objects.service import Service
         minimum = Service.get_minimum_version(volattach_context.get_admin_context(),
                                               BINARY)
         cap = service_obj.compute_rpc_for_service_version(minimum) or self.VERSION

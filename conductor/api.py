@@ -3,7 +3,7 @@
 Thin: it names the workflows the API may start and forwards them to the
 conductor over RPC (``rpcapi.ComputeTaskAPI``).
 """
-from conductor import rpcapi
+from volattach.conductor import rpcapi
 
 
 class ComputeTaskAPI:

@@ -10,14 +10,14 @@ import socket
 import oslo_messaging as messaging
 from oslo_utils import versionutils
 
-import objects
-from compute import rpcapi as compute_rpcapi
-from conductor import connectors
-from conductor import scheduler
-from db.models import utcnow
-from objects import base as objects_base
-from objects import instance as instance_obj
-from objects.notification import notify_volume
+from volattach import objects
+from volattach.compute import rpcapi as compute_rpcapi
+from volattach.conductor import connectors
+from volattach.conductor import scheduler
+from volattach.db.models import utcnow
+from volattach.objects import base as objects_base
+from volattach.objects import instance as instance_obj
+from volattach.objects.notification import notify_volume
 from volattach import exception
 
 LOG = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class _Event:
 def _min_version_for(context, instance):
     """The compute service version a host needs for ``instance``'s volumes:
     read-only ones need computes that honour attach_mode."""
-    from objects import service as service_obj
+    from volattach.objects import service as service_obj
     bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)
     if any(b.is_volume and b.attach_mode == "ro" for b in bdms):
         return service_obj.READ_ONLY_ATTACH_SERVICE_VERSION
@@ -99,7 +99,7 @@ class ComputeTaskManager:
 
     def __init__(self, volume_api=None):
         if volume_api is None:
-            from volume import cinder
+            from volattach.volume import cinder
             volume_api = cinder.VolumeAPI()
         self.compute_rpcapi = compute_rpcapi.ComputeAPI()
         self.volume_api = volume_api
@@ -470,7 +470,7 @@ class ComputeTaskManager:
             return bdms
         if self.compute_rpcapi.can_send_version(instance.host, "1.1"):
             return self.compute_rpcapi.assign_device_names(context, instance, bdms)
-        from compute import device_names
+        from volattach.compute import device_names
         mappings = [{"device_name": b.device_name, "boot_index": b.boot_index}
                     for b in bdms]
         device_names.assign(mappings)
@@ -538,7 +538,7 @@ class ComputeTaskManager:
         destination attachments, disconnects them there, and leaves the
         server on the source as it was (task_state None).
         """
-        from objects import service as service_obj
+        from volattach.objects import service as service_obj
         source = instance.host
         dest = None
         new_attachments = {}      # bdm uuid -> new attachment id

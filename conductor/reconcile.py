@@ -55,9 +55,9 @@ import socket
 import threading
 import uuid
 
-import objects
-from db import api as db_api
-from db.models import utcnow
+from volattach import objects
+from volattach.db import api as db_api
+from volattach.db.models import utcnow
 from volattach import context as volattach_context
 from volattach import exception
 
@@ -499,7 +499,7 @@ def _stuck_volumes(run, volumes):
 
 
 def _derived_status(attach_statuses):
-    from volume import states
+    from volattach.volume import states
     return states.status_from_attachments(attach_statuses)
 
 

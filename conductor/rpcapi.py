@@ -26,7 +26,7 @@ import logging
 import oslo_messaging as messaging
 from oslo_versionedobjects import base as ovo_base
 
-import rpc
+from volattach import rpc
 from volattach import exception
 from volattach.conf import CONF
 

@@ -1,6 +1,6 @@
 """Choose a compute host for a new server: an enabled compute that is up,
 with the fewest servers (ties broken by host name)."""
-import objects
+from volattach import objects
 from volattach import exception
 from volattach import servicegroup
 
@@ -23,6 +23,6 @@ def select_host(context, availability_zone=None, min_service_version=None,
         candidates = [h for h in candidates if h == forced]
     if not candidates:
         raise exception.NoValidHost(reason="There are not enough hosts available.")
-    from db import api as db_api
+    from volattach.db import api as db_api
     counts = db_api.instance_count_by_host(candidates)
     return min(candidates, key=lambda h: (counts.get(h, 0), h))

@@ -11,9 +11,9 @@ import logging
 import threading
 import uuid
 
-import objects
-from db.models import utcnow
-from objects import instance as instance_obj
+from volattach import objects
+from volattach.db.models import utcnow
+from volattach.objects import instance as instance_obj
 from volattach import context as volattach_context
 from volattach import exception
 from volattach.conf import CONF

@@ -12,8 +12,8 @@ from sqlalchemy import (DateTime, String, bindparam, delete, func, insert, selec
 
 from sqlalchemy import LABEL_STYLE_TABLENAME_PLUS_COL
 
-from db import engine as db_engine
-from db import models
+from volattach.db import engine as db_engine
+from volattach.db import models
 from volattach import exception
 
 

@@ -6,7 +6,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from db import engine as db_engine
+from volattach.db import engine as db_engine
 
 _SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations")
 

@@ -9,9 +9,9 @@ methods go through the conductor (``indirection_api``), never to the database.
 
 
 def register_all():
-    __import__("objects.flavor")
-    __import__("objects.instance")
-    __import__("objects.block_device")
-    __import__("objects.service")
-    __import__("objects.instance_action")
-    __import__("objects.notification")
+    __import__("volattach.objects.flavor")
+    __import__("volattach.objects.instance")
+    __import__("volattach.objects.block_device")
+    __import__("volattach.objects.service")
+    __import__("volattach.objects.instance_action")
+    __import__("volattach.objects.notification")

@@ -15,7 +15,7 @@ class VolattachObjectRegistry(ovo_base.VersionedObjectRegistry):
 
     def registration_hook(self, cls, index):
         # objects.<Name> is always the newest registered version.
-        import objects
+        from volattach import objects
         current = getattr(objects, cls.obj_name(), None)
         if current is None or _version(cls.VERSION) >= _version(current.VERSION):
             setattr(objects, cls.obj_name(), cls)

@@ -5,7 +5,7 @@ import json
 from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
-from objects import base
+from volattach.objects import base
 from volattach import exception
 
 
@@ -75,13 +75,13 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
     @classmethod
     @base.remotable
     def get_by_volume_and_instance(cls, context, volume_id, instance_uuid):
-        from db import api as db_api
+        from volattach.db import api as db_api
         return cls._from_row(context, db_api.bdm_get_by_volume_and_instance(
             volume_id, instance_uuid))
 
     @base.remotable
     def create(self):
-        from db import api as db_api
+        from volattach.db import api as db_api
         if self.obj_attr_is_set("id"):
             raise exception.ObjectActionError(action="create", reason="already created")
         self._refresh(db_api.bdm_create(self._create_values()))
@@ -91,7 +91,7 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
         """Create this mapping unless its instance has one whose id is not in
         ``known_ids`` (added since the caller listed them).  True when
         created; False, with nothing written, otherwise."""
-        from db import api as db_api
+        from volattach.db import api as db_api
         if self.obj_attr_is_set("id"):
             raise exception.ObjectActionError(action="create", reason="already created")
         row = db_api.bdm_create_unless_new_mappings(self._create_values(), known_ids)
@@ -108,7 +108,7 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
 
     @base.remotable
     def save(self):
-        from db import api as db_api
+        from volattach.db import api as db_api
         names = [n for n in self.obj_what_changed() if n not in ("id", "uuid", "created_at")]
         if names:
             self._refresh(db_api.bdm_update_returning(
@@ -116,7 +116,7 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
 
     @base.remotable
     def destroy(self):
-        from db import api as db_api
+        from volattach.db import api as db_api
         db_api.bdm_destroy(self.id)
 
     def _refresh(self, row):
@@ -139,19 +139,19 @@ class BlockDeviceMappingList(base.ObjectListBase, base.VolattachObject):
     @classmethod
     @base.remotable
     def get_by_instance_uuid(cls, context, instance_uuid):
-        from db import api as db_api
+        from volattach.db import api as db_api
         return cls._from_rows(context, db_api.bdm_get_by_instance_uuids([instance_uuid]))
 
     @classmethod
     @base.remotable
     def get_by_instance_uuids(cls, context, instance_uuids):
-        from db import api as db_api
+        from volattach.db import api as db_api
         return cls._from_rows(context, db_api.bdm_get_by_instance_uuids(instance_uuids))
 
     @classmethod
     @base.remotable
     def get_by_volume(cls, context, volume_id):
-        from db import api as db_api
+        from volattach.db import api as db_api
         return cls._from_rows(context, db_api.bdm_get_by_volume(volume_id))
 
     @classmethod
@@ -170,5 +170,5 @@ def volume_attachment_rows(instance_uuid):
     For the compute API's GET os-volume_attachments, which only renders
     them: building an Instance and a BlockDeviceMapping per row cost more
     than the database read.  InstanceNotFound when there is no such server."""
-    from db import api as db_api
+    from volattach.db import api as db_api
     return db_api.instance_volume_attachments(instance_uuid)

@@ -1,7 +1,7 @@
 """Flavor: the size of a server (read-only here; seeded by the migration)."""
 from oslo_versionedobjects import fields
 
-from objects import base
+from volattach.objects import base
 
 
 @base.VolattachObjectRegistry.register
@@ -32,11 +32,11 @@ class Flavor(base.VolattachObject):
     @classmethod
     @base.remotable
     def get_by_flavor_id(cls, context, flavorid):
-        from db import api as db_api
+        from volattach.db import api as db_api
         return cls._from_row(context, db_api.flavor_get_by_flavor_id(flavorid))
 
     @classmethod
     @base.remotable
     def get_all(cls, context):
-        from db import api as db_api
+        from volattach.db import api as db_api
         return [cls._from_row(context, r) for r in db_api.flavor_get_all()]

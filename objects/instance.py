@@ -3,8 +3,8 @@ import json
 
 from oslo_versionedobjects import fields
 
-from objects import base
-from objects import flavor as flavor_obj
+from volattach.objects import base
+from volattach.objects import flavor as flavor_obj
 from volattach import exception
 
 # vm_state values (Nova's)
@@ -98,7 +98,7 @@ class Instance(base.VolattachPersistentObject, base.VolattachObject):
     @classmethod
     @base.remotable
     def get_by_uuid(cls, context, uuid, read_deleted=False):
-        from db import api as db_api
+        from volattach.db import api as db_api
         return cls._from_row(context, db_api.instance_get_by_uuid(uuid, read_deleted))
 
     @classmethod
@@ -109,15 +109,15 @@ class Instance(base.VolattachPersistentObject, base.VolattachObject):
         For the compute API, which reads a server and its mappings on every
         volume request.  Not remotable (computes never call it, and a new
         remotable method would change the object's version fingerprint)."""
-        from db import api as db_api
-        from objects import block_device
+        from volattach.db import api as db_api
+        from volattach.objects import block_device
         row, bdm_rows = db_api.instance_get_with_bdms(uuid)
         return (cls._from_row(context, row),
                 block_device.BlockDeviceMappingList._from_rows(context, bdm_rows))
 
     @base.remotable
     def create(self):
-        from db import api as db_api
+        from volattach.db import api as db_api
         if self.obj_attr_is_set("id"):
             raise exception.ObjectActionError(action="create", reason="already created")
         names = [n for n in self.obj_what_changed() if n not in ("id", "deleted")]
@@ -127,7 +127,7 @@ class Instance(base.VolattachPersistentObject, base.VolattachObject):
     @base.remotable
     def save(self, expected_task_state=None, expected_vm_state=None):
         """Write the changed fields; expected states make it a compare-and-swap."""
-        from db import api as db_api
+        from volattach.db import api as db_api
         changes = self.obj_what_changed()
         if self.obj_attr_is_set("flavor") and self.flavor.obj_what_changed():
             changes.add("flavor")
@@ -141,7 +141,7 @@ class Instance(base.VolattachPersistentObject, base.VolattachObject):
 
     @base.remotable
     def destroy(self):
-        from db import api as db_api
+        from volattach.db import api as db_api
         row = db_api.instance_destroy(self.uuid)
         self._refresh(row)
 
@@ -162,7 +162,7 @@ class InstanceList(base.ObjectListBase, base.VolattachObject):
     @classmethod
     @base.remotable
     def get_by_filters(cls, context, filters, limit=None, marker=None, sort_dir="desc"):
-        from db import api as db_api
+        from volattach.db import api as db_api
         rows = db_api.instance_get_all(filters, limit=limit, marker=marker,
                                        sort_dir=sort_dir)
         return cls(context, objects=[Instance._from_row(context, r) for r in rows])

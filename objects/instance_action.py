@@ -4,7 +4,7 @@ import traceback as tb
 
 from oslo_versionedobjects import fields
 
-from objects import base
+from volattach.objects import base
 
 # action names (Nova's)
 CREATE = "create"
@@ -39,7 +39,7 @@ class InstanceAction(base.VolattachObject):
     @classmethod
     @base.remotable
     def action_start(cls, context, instance_uuid, action):
-        from db import api as db_api
+        from volattach.db import api as db_api
         row = db_api.action_start({
             "action": action, "instance_uuid": instance_uuid,
             "request_id": context.request_id, "user_id": context.user_id,
@@ -49,7 +49,7 @@ class InstanceAction(base.VolattachObject):
     @classmethod
     @base.remotable
     def get_by_request_id(cls, context, instance_uuid, request_id):
-        from db import api as db_api
+        from volattach.db import api as db_api
         row = db_api.action_get_by_request_id(instance_uuid, request_id)
         return cls._from_row(context, row) if row else None
 
@@ -64,7 +64,7 @@ class InstanceActionList(base.ObjectListBase, base.VolattachObject):
     @classmethod
     @base.remotable
     def get_by_instance_uuid(cls, context, instance_uuid):
-        from db import api as db_api
+        from volattach.db import api as db_api
         return cls(context, objects=[InstanceAction._from_row(context, r)
                                      for r in db_api.actions_get(instance_uuid)])
 
@@ -94,7 +94,7 @@ class InstanceActionEvent(base.VolattachObject):
     @base.remotable
     def event_start(cls, context, instance_uuid, event, host=None):
         """Start ``event`` under the action of this request (created if missing)."""
-        from db import api as db_api
+        from volattach.db import api as db_api
         # one transaction: the action lookup and the event's INSERT
         row = db_api.action_event_start_for_request(
             instance_uuid, context.request_id, event, host,
@@ -106,7 +106,7 @@ class InstanceActionEvent(base.VolattachObject):
     def finish(self, error=None):
         """Finish this event with Success, or Error and the failure's text
         (and its action marked failed, in the same transaction)."""
-        from db import api as db_api
+        from volattach.db import api as db_api
         if error is None:
             values = {"result": "Success", "traceback": None, "details": None}
             failed_action_id = None
@@ -132,6 +132,6 @@ class InstanceActionEventList(base.ObjectListBase, base.VolattachObject):
     @classmethod
     @base.remotable
     def get_by_action(cls, context, action_id):
-        from db import api as db_api
+        from volattach.db import api as db_api
         return cls(context, objects=[InstanceActionEvent._from_row(context, r)
                                      for r in db_api.action_events_get(action_id)])

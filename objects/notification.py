@@ -13,7 +13,7 @@ import socket
 
 from oslo_versionedobjects import fields
 
-from objects import base
+from volattach.objects import base
 
 LOG = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def notify_volume(context, event, phase, instance, volume_id, bdms=(),
                   new_volume_id=None, error=None):
     """Emit ``instance.<event>.<phase>``; never lets a notification failure
     break the workflow that sends it."""
-    import rpc
+    from volattach import rpc
     notifier = rpc.NOTIFIER
     if not sends_notifications(notifier):
         return

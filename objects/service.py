@@ -12,7 +12,7 @@ import json
 
 from oslo_versionedobjects import fields
 
-from objects import base
+from volattach.objects import base
 from volattach import exception
 
 SERVICE_VERSION = 5
@@ -92,25 +92,25 @@ class Service(base.VolattachPersistentObject, base.VolattachObject):
     @classmethod
     @base.remotable
     def get_by_host_and_binary(cls, context, host, binary):
-        from db import api as db_api
+        from volattach.db import api as db_api
         row = db_api.service_get_by_host_and_binary(host, binary)
         return cls._from_row(context, row) if row else None
 
     @classmethod
     @base.remotable
     def get_by_id(cls, context, service_id):
-        from db import api as db_api
+        from volattach.db import api as db_api
         return cls._from_row(context, db_api.service_get(service_id))
 
     @classmethod
     @base.remotable
     def get_minimum_version(cls, context, binary):
-        from db import api as db_api
+        from volattach.db import api as db_api
         return db_api.service_get_minimum_version(binary)
 
     @base.remotable
     def create(self):
-        from db import api as db_api
+        from volattach.db import api as db_api
         if self.obj_attr_is_set("id"):
             raise exception.ObjectActionError(action="create", reason="already created")
         values = self._values([n for n in self.obj_what_changed() if n != "id"])
@@ -121,19 +121,19 @@ class Service(base.VolattachPersistentObject, base.VolattachObject):
 
     @base.remotable
     def save(self):
-        from db import api as db_api
+        from volattach.db import api as db_api
         names = [n for n in self.obj_what_changed() if n not in ("id", "created_at")]
         if names:
             self._refresh(db_api.service_update(self.id, self._values(names)))
 
     @base.remotable
     def heartbeat(self):
-        from db import api as db_api
+        from volattach.db import api as db_api
         db_api.service_heartbeat(self.id)
 
     @base.remotable
     def destroy(self):
-        from db import api as db_api
+        from volattach.db import api as db_api
         db_api.service_destroy(self.id)
 
     def _refresh(self, row):
@@ -153,6 +153,6 @@ class ServiceList(base.ObjectListBase, base.VolattachObject):
     @classmethod
     @base.remotable
     def get_all(cls, context, binary=None, host=None):
-        from db import api as db_api
+        from volattach.db import api as db_api
         rows = db_api.service_get_all(binary=binary, host=host)
         return cls(context, objects=[Service._from_row(context, r) for r in rows])

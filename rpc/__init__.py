@@ -11,7 +11,7 @@ import threading
 import oslo_messaging as messaging
 
 import volattach  # noqa: F401  (warning filters before oslo.messaging loads)
-from objects import base as objects_base
+from volattach.objects import base as objects_base
 from volattach import conf as volattach_conf
 from volattach import context as volattach_context
 
@@ -57,7 +57,7 @@ def init(conf, url=None):
         messaging.set_transport_defaults(control_exchange="volattach")
         url = url or _configured_url(conf) or volattach_conf.DEFAULT_TRANSPORT_URL
         if url.startswith("kombu+memory:") or url.startswith("memory:"):
-            from rpc import memory
+            from volattach.rpc import memory
             memory.install()
         TRANSPORT = _transport(conf, url, notification=False)
         NOTIFICATION_TRANSPORT = _transport(conf, url, notification=True)
@@ -77,7 +77,7 @@ def _transport(conf, url, notification):
     try:
         return factory(conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
     except messaging.DriverLoadFailure:
-        from rpc import inproc
+        from volattach.rpc import inproc
         if not inproc.is_inproc_url(url):
             raise
         return inproc.make_transport(conf, url, notification=notification,

@@ -36,4 +36,4 @@ class Transport(memory.Transport):
 
 
 def install():
-    kombu_transport.TRANSPORT_ALIASES["memory"] = "rpc.memory:Transport"
+    kombu_transport.TRANSPORT_ALIASES["memory"] = "volattach.rpc.memory:Transport"

@@ -20,7 +20,7 @@ def fresh_postgres_database(base_url):
     try:
         yield sa.make_url(base_url).set(database=name).render_as_string(hide_password=False)
     finally:
-        from db import engine as db_engine
+        from volattach.db import engine as db_engine
         db_engine.dispose_all()
         with engine.connect() as conn:
             conn.execute(sa.text(
@@ -33,7 +33,7 @@ def fresh_postgres_database(base_url):
 @contextlib.contextmanager
 def compute_database(kind, tmp_path):
     """A migrated compute database URL of ``kind`` ('sqlite' or 'postgresql')."""
-    from db import migration
+    from volattach.db import migration
     if kind == "sqlite":
         url = "sqlite:///%s" % (tmp_path / "compute.sqlite")
         migration.db_sync(url)
@@ -49,7 +49,7 @@ def compute_database(kind, tmp_path):
 def configured_compute_database(kind, tmp_path):
     """``compute_database(kind)`` as the ``[database] connection`` of the
     global CONF for the block; its engines are disposed of afterwards."""
-    from db import engine as db_engine
+    from volattach.db import engine as db_engine
     from volattach.conf import CONF
     CONF([], project="volattach", default_config_files=[])
     with compute_database(kind, tmp_path) as url:

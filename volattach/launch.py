@@ -2,13 +2,13 @@
 volattach-all and by the functional tests)."""
 import socket
 
-from compute import manager as compute_manager
-from compute import rpcapi as compute_rpcapi
-from compute import virt
-from conductor import manager as conductor_manager
-from conductor import reconcile
-from conductor import shelve_offload
-from conductor import rpcapi as conductor_rpcapi
+from volattach.compute import manager as compute_manager
+from volattach.compute import rpcapi as compute_rpcapi
+from volattach.compute import virt
+from volattach.conductor import manager as conductor_manager
+from volattach.conductor import reconcile
+from volattach.conductor import shelve_offload
+from volattach.conductor import rpcapi as conductor_rpcapi
 from volattach import context as volattach_context
 from volattach import service
 from volattach.conf import CONF
@@ -54,7 +54,7 @@ def compute_service(host=None, in_process_with_conductor=False):
     manager = compute_manager.ComputeManager(host, driver)
     indirection_api = conductor_rpcapi.ConductorAPI()
     if not in_process_with_conductor:
-        from objects import base as objects_base
+        from volattach.objects import base as objects_base
         objects_base.set_indirection_api(indirection_api)
     svc = service.Service(
         binary=compute_rpcapi.BINARY, host=host, topic=compute_rpcapi.TOPIC,

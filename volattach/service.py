@@ -13,10 +13,10 @@ import uuid as uuidlib
 
 import oslo_messaging as messaging
 
-import objects
-import rpc
-from objects import base as objects_base
-from objects import service as service_obj
+from volattach import objects
+from volattach import rpc
+from volattach.objects import base as objects_base
+from volattach.objects import service as service_obj
 from volattach import context as volattach_context
 from volattach.conf import CONF
 

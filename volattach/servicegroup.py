@@ -22,7 +22,7 @@ with the current time:
 import threading
 import time
 
-from db.models import utcnow
+from volattach.db.models import utcnow
 from volattach.conf import CONF
 
 # Well below report_interval (10 s) and service_down_time (60 s) defaults.

@@ -57,8 +57,8 @@ import tenacity
 
 from volattach import conf as volattach_conf
 from volattach import exception
-from volume import http_transport
-from volume.http_transport import (  # noqa: F401  (tests use them from here)
+from volattach.volume import http_transport
+from volattach.volume.http_transport import (  # noqa: F401  (tests use them from here)
     EnvCachingSession, LeanEndpoint, LeanResponse, decode_content,
     encode_json, request_target, requests_session, tls_context)
 

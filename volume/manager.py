@@ -20,10 +20,10 @@ import threading
 from oslo_log import log as logging
 
 from volattach import exception
-from volume import backend as backend_mod
-from volume import states
-from volume.db import api as db
-from volume.db import engine as db_engine
+from volattach.volume import backend as backend_mod
+from volattach.volume import states
+from volattach.volume.db import api as db
+from volattach.volume.db import engine as db_engine
 
 LOG = logging.getLogger(__name__)
 

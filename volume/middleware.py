@@ -6,7 +6,7 @@ import uuid
 
 import falcon
 
-from volume import microversion as mv
+from volattach.volume import microversion as mv
 
 REQUEST_ID_HEADER = "x-openstack-request-id"
 _GLOBAL_ID_RE = re.compile(r"^req-[a-f0-9]{8}(-[a-f0-9]{4}){3}-[a-f0-9]{12}$")

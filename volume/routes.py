@@ -4,11 +4,11 @@ Every resource is served both with and without the project id in the path
 (``/v3/{project_id}/volumes`` and ``/v3/volumes``), as Cinder does; the auth
 middleware checks and drops ``project_id`` before the handler runs.
 """
-from volume.handlers import attachments
-from volume.handlers import services
-from volume.handlers import types
-from volume.handlers import versions
-from volume.handlers import volumes
+from volattach.volume.handlers import attachments
+from volattach.volume.handlers import services
+from volattach.volume.handlers import types
+from volattach.volume.handlers import versions
+from volattach.volume.handlers import volumes
 
 # (path under /v3[/{project_id}], handler class)
 ROUTES = [

@@ -16,10 +16,10 @@ import threading
 from oslo_log import log as logging
 
 from volattach import wsgi_server
-from volume import manager as manager_mod
-from volume import wsgi
-from volume.db import engine as db_engine
-from volume.db import migration
+from volattach.volume import manager as manager_mod
+from volattach.volume import wsgi
+from volattach.volume.db import engine as db_engine
+from volattach.volume.db import migration
 
 LOG = logging.getLogger(__name__)
 

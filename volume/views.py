@@ -7,7 +7,7 @@ the string ``"null"`` (Cinder's quirks, kept for its clients).
 """
 import datetime
 
-from volume import microversion as mv
+from volattach.volume import microversion as mv
 
 
 def _time(value):

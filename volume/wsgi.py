@@ -24,11 +24,11 @@ import threading
 import falcon
 from oslo_config import cfg
 
-from volume import auth
-from volume import faults
-from volume import manager as manager_mod
-from volume import middleware
-from volume import routes
+from volattach.volume import auth
+from volattach.volume import faults
+from volattach.volume import manager as manager_mod
+from volattach.volume import middleware
+from volattach.volume import routes
 
 CONFIG_FILE_ENV = "VOLATTACH_CONFIG_FILE"
 

@@ -1,11 +1,11 @@
 """GET /flavors, /flavors/detail, /flavors/{flavor_id} (read-only)."""
 from oslo_utils import strutils
 
-from api import common
-from api import policy
-from api import validation
-from api.schemas import flavors as schemas
-from api.views import flavors as view
+from volattach.api import common
+from volattach.api import policy
+from volattach.api import validation
+from volattach.api.schemas import flavors as schemas
+from volattach.api.views import flavors as view
 from volattach import exception
 
 POLICY = "os_compute_api:os-flavor-manage:list"

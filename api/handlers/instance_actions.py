@@ -10,11 +10,11 @@ import datetime
 
 from oslo_utils import timeutils
 
-from api import common
-from api import policy
-from api import validation
-from api.schemas import instance_actions as schemas
-from api.views import instance_actions as view
+from volattach.api import common
+from volattach.api import policy
+from volattach.api import validation
+from volattach.api.schemas import instance_actions as schemas
+from volattach.api.views import instance_actions as view
 from volattach import exception
 
 POLICY = "os_compute_api:os-instance-actions:%s"

@@ -3,10 +3,10 @@ unlock, shelve, shelveOffload, unshelve, os-migrateLive (admin).  Each answers 2
 
 ``ACTIONS`` maps the body's only key to (schemas, policy, handler method).
 """
-from api import common
-from api import policy
-from api import validation
-from api.schemas import servers as schemas
+from volattach.api import common
+from volattach.api import policy
+from volattach.api import validation
+from volattach.api.schemas import servers as schemas
 from volattach import exception
 
 

@@ -10,11 +10,11 @@ import urllib.parse
 from oslo_utils import strutils
 from oslo_utils import uuidutils
 
-from api import common
-from api import policy
-from api import validation
-from api.schemas import servers as schemas
-from api.views import servers as view
+from volattach.api import common
+from volattach.api import policy
+from volattach.api import validation
+from volattach.api.schemas import servers as schemas
+from volattach.api.views import servers as view
 from volattach import exception
 
 SERVERS = "os_compute_api:servers:%s"

@@ -1,9 +1,9 @@
 """GET /os-services (admin): the daemons and whether they are up."""
-from api import common
-from api import policy
-from api import validation
-from api.schemas import services as schemas
-from api.views import services as view
+from volattach.api import common
+from volattach.api import policy
+from volattach.api import validation
+from volattach.api.schemas import services as schemas
+from volattach.api.views import services as view
 
 POLICY = "os_compute_api:os-services:list"
 

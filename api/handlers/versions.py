@@ -1,6 +1,6 @@
 """GET / and GET /v2.1/: the version documents (no authentication)."""
-from api import common
-from api.views import versions as view
+from volattach.api import common
+from volattach.api.views import versions as view
 
 
 class Root(common.Resource):

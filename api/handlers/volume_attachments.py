@@ -7,11 +7,11 @@ answer carries the device name: 200 and a body) and ``wait=False`` from 2.101
 """
 from oslo_utils import strutils
 
-from api import common
-from api import policy
-from api import validation
-from api.schemas import volume_attachments as schemas
-from api.views import volume_attachments as view
+from volattach.api import common
+from volattach.api import policy
+from volattach.api import validation
+from volattach.api.schemas import volume_attachments as schemas
+from volattach.api.views import volume_attachments as view
 from volattach import exception
 
 POLICY = "os_compute_api:os-volumes-attachments:%s"

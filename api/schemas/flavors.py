@@ -1,7 +1,7 @@
 """Schemas of /flavors (query strings only: flavors are read-only here)."""
 import copy
 
-from api.schemas import parameter_types
+from volattach.api.schemas import parameter_types
 
 VALID_SORT_KEYS = [
     "created_at", "description", "disabled", "ephemeral_gb", "flavorid", "id",

@@ -1,7 +1,7 @@
 """Schemas of /servers (create, list queries) and of the server actions."""
 import copy
 
-from api.schemas import parameter_types
+from volattach.api.schemas import parameter_types
 
 # -- POST /servers -----------------------------------------------------------------
 

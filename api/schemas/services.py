@@ -1,7 +1,7 @@
 """Schemas of /os-services (list only)."""
 import copy
 
-from api.schemas import parameter_types
+from volattach.api.schemas import parameter_types
 
 index_query_v21 = {
     "type": "object",

@@ -1,7 +1,7 @@
 """Schemas of /servers/{server_id}/os-volume_attachments."""
 import copy
 
-from api.schemas import parameter_types
+from volattach.api.schemas import parameter_types
 
 index_query_v21 = {
     "type": "object",

@@ -7,8 +7,8 @@ Detail and show: id, name, ram, disk, vcpus, links,
 2.102), description 2.55+, extra_specs 2.61+ (always {}: flavors here carry
 none).
 """
-from api import common
-from api.views import field
+from volattach.api import common
+from volattach.api.views import field
 
 
 def basic(req, flavor):

@@ -6,9 +6,9 @@ start_time, finish_time, result, traceback (only for admins: all events
 were admin-only before 2.51), host (admins, 2.62+), hostId (2.62+), details
 (2.84+).
 """
-from api import common
-from api.views import primitive_time
-from api.views import servers as servers_view
+from volattach.api import common
+from volattach.api.views import primitive_time
+from volattach.api.views import servers as servers_view
 
 
 def action(req, act):

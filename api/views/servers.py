@@ -32,11 +32,11 @@ microversion (tempest's response schemas check every key, with
 """
 import hashlib
 
-from api import common
-from api import policy
-from api.views import field
-from api.views import isotime
-from api.views import primitive_time
+from volattach.api import common
+from volattach.api import policy
+from volattach.api.views import field
+from volattach.api.views import isotime
+from volattach.api.views import primitive_time
 
 # vm_state -> {task_state -> status}, Nova's status map
 _STATE_MAP = {

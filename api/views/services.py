@@ -5,8 +5,8 @@ other daemons), status (enabled|disabled), state (up|down), updated_at,
 disabled_reason, id (the database id; the uuid from 2.53), forced_down
 (2.11+).
 """
-from api.views import field
-from api.views import primitive_time
+from volattach.api.views import field
+from volattach.api.views import primitive_time
 
 COMPUTE_ZONE = "nova"
 INTERNAL_ZONE = "internal"

@@ -1,5 +1,5 @@
 """The version documents: ``GET /`` (all versions) and ``GET /v2.1/``."""
-from api import microversions
+from volattach.api import microversions
 
 DOCS_URL = "http://docs.openstack.org/"
 UPDATED = "2013-07-23T11:33:21Z"

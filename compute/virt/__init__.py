@@ -3,6 +3,6 @@
 
 def load_driver(name, host):
     if name == "fake":
-        from compute.virt import fake
+        from volattach.compute.virt import fake
         return fake.FakeDriver(host)
     raise ValueError("unknown virt driver %r" % name)

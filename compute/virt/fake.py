@@ -21,8 +21,8 @@ import os
 import threading
 import time
 
-from compute import connections as host_connections
-from compute.virt import driver
+from volattach.compute import connections as host_connections
+from volattach.compute.virt import driver
 from volattach import exception
 from volattach.conf import CONF
 

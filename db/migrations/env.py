@@ -1,7 +1,7 @@
 """alembic environment of the compute database (run by db.migration)."""
 from alembic import context
 
-from db import models
+from volattach.db import models
 
 config = context.config
 target_metadata = models.Base.metadata

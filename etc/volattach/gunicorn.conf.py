@@ -41,7 +41,7 @@ _host = _api.listen
 if ":" in _host and not _host.startswith("["):
     _host = f"[{_host}]"
 
-wsgi_app = "api.wsgi:application"
+wsgi_app = "volattach.api.wsgi:application"
 bind = [f"{_host}:{_api.port}"]
 workers = _api.workers
 threads = _api.threads

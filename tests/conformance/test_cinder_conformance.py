@@ -631,7 +631,7 @@ def volattach_volume(tmp_path_factory):
     """volattach's volume service in this process, on a temporary SQLite
     database: (root URL, server)."""
     from volattach.conf import CONF
-    from volume import service
+    from volattach.volume import service
 
     state_path = tmp_path_factory.mktemp("volattach-volume")
     CONF([], project="volattach", default_config_files=[])

@@ -30,7 +30,7 @@ def deployment(real_cinder, tmp_path_factory):
     from oslo_config import cfg
     from oslo_messaging import transport as messaging_transport
 
-    from db import engine as db_engine
+    from volattach.db import engine as db_engine
     from volattach import conf as volattach_conf
     from volattach.cmd.all import AllInOne
     from volattach.conf import CONF

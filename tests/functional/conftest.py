@@ -61,10 +61,10 @@ def deployment(tmp_path_factory, request):
         _register_transport_opts()
         overrides[(None, "transport_url")] = transport_url
     settings = _configure(tmp_path_factory.mktemp("state"), overrides)
-    from db import engine as db_engine
+    from volattach.db import engine as db_engine
     db_engine.dispose_all()
     deployment = AllInOne(CONF).start()
-    import rpc
+    from volattach import rpc
     # every role in this process, never a broker shared with other
     # processes: volattach-all's default bus unless the module chose one
     expected = transport_url or volattach_conf.MEMORY_TRANSPORT_URL

@@ -67,7 +67,7 @@ def test_attach_list_show_detach_delete(api, volumes, deployment):
 
 
 def _server_host(deployment, server_id):
-    import objects
+    from volattach import objects
     from volattach import context
     return objects.Instance.get_by_uuid(context.get_admin_context(), server_id).host
 

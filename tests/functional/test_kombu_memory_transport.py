@@ -23,7 +23,7 @@ TRANSPORT_URL = "kombu+memory:////"
 def test_deployment_runs_on_kombu_memory(deployment):
     from kombu import transport as kombu_transport
 
-    import rpc
+    from volattach import rpc
     assert str(rpc.TRANSPORT._driver._url).startswith("kombu+memory:")
     # with the adaptive polling of rpc/memory.py
-    assert kombu_transport.TRANSPORT_ALIASES["memory"] == "rpc.memory:Transport"
+    assert kombu_transport.TRANSPORT_ALIASES["memory"] == "volattach.rpc.memory:Transport"

@@ -10,7 +10,7 @@ import contextlib
 
 import pytest
 
-import objects
+from volattach import objects
 from tests.functional.test_attach_detach import _new_server, _new_volume
 from tests.integration import client as clients
 from volattach import context

@@ -45,7 +45,7 @@ class _Collector:
 @pytest.fixture
 def collector(deployment):
     """Every notification this test's deployment sends."""
-    import rpc
+    from volattach import rpc
     collected = _Collector()
     listener = messaging.get_notification_listener(
         rpc.NOTIFICATION_TRANSPORT, [messaging.Target(topic="notifications")],

@@ -13,7 +13,7 @@ MV = "2.105"
 
 
 def _guest_mode(deployment, server_id, device):
-    import objects
+    from volattach import objects
     from volattach import context
     host = objects.Instance.get_by_uuid(context.get_admin_context(), server_id).host
     return deployment.computes[host].driver.guests[server_id]["modes"].get(device)
@@ -73,8 +73,8 @@ def test_bad_attach_mode_is_400_and_leaves_nothing(api, volumes, fields, version
 
 
 def test_read_only_on_an_old_compute_is_409_and_rw_still_works(api, volumes, deployment):
-    from db import api as db_api
-    import objects
+    from volattach.db import api as db_api
+    from volattach import objects
     from volattach import context
     server_id = _new_server(api, name="old-compute")
     host = objects.Instance.get_by_uuid(context.get_admin_context(), server_id).host
@@ -206,7 +206,7 @@ def test_read_only_attach_needs_conductor_1_3(api, volumes, deployment):
     server_id = _new_server(api, name="ro-old-conductor")
     volume_id = _new_volume(volumes)
     # the API's client reads the cap when built: rebuild it capped
-    from conductor import rpcapi as conductor_rpcapi
+    from volattach.conductor import rpcapi as conductor_rpcapi
     facade = _facade(deployment)
     original = facade.compute_task_api.rpcapi
     CONF.set_override("conductor", "1.2", group="upgrade_levels")
@@ -228,7 +228,7 @@ def test_read_only_attach_needs_conductor_1_3(api, volumes, deployment):
 
 def _facade(deployment):
     """The compute API facade behind the deployment's WSGI app."""
-    from api.handlers import volume_attachments
+    from volattach.api.handlers import volume_attachments
     app = deployment.api_app
     while not hasattr(app, "_router"):
         app = getattr(app, "app", None) or getattr(app, "application")
@@ -251,7 +251,7 @@ def test_unshelve_with_a_read_only_volume_needs_a_new_compute(api, admin_api, vo
                                                               deployment):
     """An offloaded server with a read-only volume: unshelve is 409 while no
     compute honours read-only attachments, and lands ro once one does."""
-    from db import api as db_api
+    from volattach.db import api as db_api
     server_id = _new_server(api, name="unshelve-ro")
     volume_id = _new_volume(volumes)
     status, body, _ = api.attach_volume(server_id, volume_id, microversion=MV,

@@ -11,12 +11,12 @@ import uuid
 
 import pytest
 
-import objects
-from conductor import reconcile
-from db import api as db_api
+from volattach import objects
+from volattach.conductor import reconcile
+from volattach.db import api as db_api
 from volattach import context as volattach_context
 from volattach.conf import CONF
-from volume import cinder
+from volattach.volume import cinder
 
 CONF_OVERRIDES = {("conductor", "reconcile_interval"): 0}
 

@@ -113,7 +113,7 @@ def test_server_delete_logs_out_only_after_its_last_shared_volume(
     assert kept in driver.connections
 
     # a restarted compute would recount from the BDMs: the same answer
-    from compute import connections
+    from volattach.compute import connections
     recount = connections.HostConnections("compute1")
     with deployment.computes["compute1"]._scope():
         assert recount.rebuild(volattach_context.get_admin_context()) == 1

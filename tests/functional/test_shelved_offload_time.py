@@ -21,7 +21,7 @@ def test_shelved_server_is_offloaded_after_the_delay(api, volumes, deployment):
     _shelve(api, server_id)
     api.wait_for_server_status(server_id, "SHELVED")
     # still on its host right after shelving (the delay is 5 s)
-    import objects
+    from volattach import objects
     from volattach import context
     instance = objects.Instance.get_by_uuid(context.get_admin_context(), server_id)
     assert instance.vm_state == "shelved" and instance.host is not None

@@ -8,7 +8,7 @@ compute's fake virt driver (which devices the guest has).
 """
 import pytest
 
-import objects
+from volattach import objects
 from tests.tempest_style import scenarios
 from volattach import context
 

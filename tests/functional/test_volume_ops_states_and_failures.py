@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-import objects
+from volattach import objects
 from tests.integration import client as http_clients
 from tests.tempest_style import clients
 from tests.tempest_style import scenarios
@@ -204,7 +204,7 @@ def test_failed_attach_leaves_nothing_and_an_error_event(env, deployment,
 def _api_capped_at(conductor_version):
     """A second compute API in this process whose conductor task client is
     capped at ``conductor_version`` (``[upgrade_levels] conductor``)."""
-    from api import wsgi as api_wsgi
+    from volattach.api import wsgi as api_wsgi
     from tests import utils
     from volattach import wsgi_server
     with override("upgrade_levels", conductor=conductor_version):

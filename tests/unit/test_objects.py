@@ -2,9 +2,9 @@
 import uuid
 
 import volattach  # noqa: F401
-import objects
-from objects import base
-from objects import block_device
+from volattach import objects
+from volattach.objects import base
+from volattach.objects import block_device
 
 objects.register_all()
 

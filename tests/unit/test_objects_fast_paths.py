@@ -6,8 +6,8 @@ import uuid
 import pytest
 
 import volattach  # noqa: F401
-import objects
-from objects import base
+from volattach import objects
+from volattach.objects import base
 
 objects.register_all()
 

@@ -1,7 +1,7 @@
 """The transport URL choice: oslo.messaging's own default (rabbit://) must not
 count as configured, or volattach-all would reach for a broker."""
 import volattach  # noqa: F401
-import rpc
+from volattach import rpc
 from volattach.conf import CONF
 
 

@@ -12,7 +12,7 @@ import oslo_messaging as messaging
 import pytest
 
 import volattach  # noqa: F401
-from rpc import inproc
+from volattach.rpc import inproc
 from volattach import exception
 from volattach.conf import CONF
 
@@ -385,7 +385,7 @@ def test_queue_keeps_at_most_max_length(monkeypatch, notifications):
 # -- rpc.init without the entry point ------------------------------------------------------
 
 def test_rpc_init_builds_the_driver_without_its_entry_point(monkeypatch, url):
-    import rpc
+    from volattach import rpc
 
     def not_installed(conf, url=None, allowed_remote_exmods=None):
         raise messaging.DriverLoadFailure(inproc.SCHEME, RuntimeError("no entry point"))
@@ -404,7 +404,7 @@ def test_rpc_init_builds_the_driver_without_its_entry_point(monkeypatch, url):
 
 
 def test_rpc_init_still_fails_for_other_missing_drivers(monkeypatch, url):
-    import rpc
+    from volattach import rpc
 
     def not_installed(conf, url=None, allowed_remote_exmods=None):
         raise messaging.DriverLoadFailure("nosuch", RuntimeError("no entry point"))

@@ -7,7 +7,7 @@ import time
 import pytest
 from kombu import Connection, Exchange, Queue
 
-from rpc import memory
+from volattach.rpc import memory
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 import volattach  # noqa: F401
-from db import api as db_api
-from db.models import utcnow
+from volattach.db import api as db_api
+from volattach.db.models import utcnow
 from tests import db_fixtures
 from volattach import servicegroup
 from volattach.conf import CONF

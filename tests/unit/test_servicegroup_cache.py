@@ -6,7 +6,7 @@ import types
 import pytest
 
 import volattach  # noqa: F401
-from db.models import utcnow
+from volattach.db.models import utcnow
 from volattach import servicegroup
 from volattach.conf import CONF
 

@@ -12,13 +12,13 @@ import inspect
 import pytest
 
 import volattach  # noqa: F401
-import objects
-from compute import manager as compute_manager
-from compute import rpcapi as compute_rpcapi
-from conductor import manager as conductor_manager
-from conductor import rpcapi as conductor_rpcapi
-from objects import base
-from objects import service as service_obj
+from volattach import objects
+from volattach.compute import manager as compute_manager
+from volattach.compute import rpcapi as compute_rpcapi
+from volattach.conductor import manager as conductor_manager
+from volattach.conductor import rpcapi as conductor_rpcapi
+from volattach.objects import base
+from volattach.objects import service as service_obj
 
 objects.register_all()
 

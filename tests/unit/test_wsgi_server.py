@@ -539,9 +539,9 @@ def test_run_passes_the_options_to_gunicorn(monkeypatch):
         def run(self):
             ran.append("ran")
     monkeypatch.setattr(wsgi_server, "_Application", FakeApplication)
-    wsgi_server.run("volume.wsgi:application", bind="127.0.0.1:1", workers=3,
+    wsgi_server.run("volattach.volume.wsgi:application", bind="127.0.0.1:1", workers=3,
                     extra={"keepalive": 5})
     (uri, options), state = ran
-    assert (uri, state) == ("volume.wsgi:application", "ran")
+    assert (uri, state) == ("volattach.volume.wsgi:application", "ran")
     assert options["worker_class"] == "gthread"
     assert (options["workers"], options["keepalive"]) == (3, 5)

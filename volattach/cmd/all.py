@@ -28,9 +28,9 @@ class AllInOne:
         self.api_app = None
 
     def start(self):
-        import objects
-        import rpc
-        from db import migration
+        from volattach import objects
+        from volattach import rpc
+        from volattach.db import migration
         from volattach import launch
         from volattach import wsgi_server
 
@@ -40,7 +40,7 @@ class AllInOne:
         rpc.init(conf, url=url)
         migration.db_sync(conf.database.connection)
         if conf.all.run_volume_service:
-            from volume import service as volume_service
+            from volattach.volume import service as volume_service
             volume_service.prepare(conf)
             server, _thread = volume_service.serve_in_thread(conf)
             self.servers.append(server)
@@ -54,7 +54,7 @@ class AllInOne:
             compute.start()
             self.services.append(compute)
             self.computes[host] = compute
-        from api import wsgi as api_wsgi
+        from volattach.api import wsgi as api_wsgi
         self.services.append(api_wsgi.register_api_service())
         self.api_app = api_wsgi.make_app(conf)
         if self.serve_api:
@@ -65,7 +65,7 @@ class AllInOne:
         return self
 
     def stop(self):
-        import rpc
+        from volattach import rpc
         for server in self.servers:
             server.shutdown()
             server.server_close()

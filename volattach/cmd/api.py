@@ -10,11 +10,11 @@ threads.  Each worker creates its own RPC transport after the fork.
 import os
 import sys
 
-from api import wsgi as api_wsgi
+from volattach.api import wsgi as api_wsgi
 from volattach import conf as volattach_conf
 from volattach import wsgi_server
 
-APP_URI = "api.wsgi:application"
+APP_URI = "volattach.api.wsgi:application"
 
 
 def bind_address(conf):

@@ -3,8 +3,8 @@ import logging
 import sys
 import time
 
-import objects
-import rpc
+from volattach import objects
+from volattach import rpc
 from volattach import conf as volattach_conf
 from volattach import launch
 from volattach import service

@@ -1,8 +1,8 @@
 """volattach-conductor: the workflow and object-proxy daemon (needs the database)."""
 import sys
 
-import objects
-import rpc
+from volattach import objects
+from volattach import rpc
 from volattach import conf as volattach_conf
 from volattach import launch
 from volattach import service

@@ -43,25 +43,25 @@ def _add_parsers(subparsers):
 
 
 def _volume_migration():
-    from volume.db import migration as volume_migration
+    from volattach.volume.db import migration as volume_migration
     return volume_migration
 
 
 def db_sync(conf):
-    from db import migration
+    from volattach.db import migration
     migration.db_sync(conf.database.connection)
     _volume_migration().db_sync(conf.volume.connection)
     print("compute database at revision %s" % migration.db_version(conf.database.connection))
 
 
 def db_version(conf):
-    from db import migration
+    from volattach.db import migration
     print("compute: %s" % migration.db_version(conf.database.connection))
 
 
 def service_list(conf, out=sys.stdout):
-    import objects
-    from compute import api as compute_api
+    from volattach import objects
+    from volattach.compute import api as compute_api
     from volattach import context as volattach_context
     objects.register_all()
     ctxt = volattach_context.get_admin_context()
@@ -91,17 +91,17 @@ def _table(rows, out):
 def attachments_reconcile(conf, out=sys.stdout, volume_api=None):
     """One reconciliation pass; prints what it found and did.  Exit status
     1 when a repair failed."""
-    import objects
-    from conductor import reconcile
+    from volattach import objects
+    from volattach.conductor import reconcile
     from volattach import context as volattach_context
     objects.register_all()
     if volume_api is None:
-        from volume import cinder
+        from volattach.volume import cinder
         volume_api = cinder.VolumeAPI()
     compute_rpcapi = None
     if not conf.category.no_unplug:
-        import rpc
-        from compute import rpcapi
+        from volattach import rpc
+        from volattach.compute import rpcapi
         rpc.init(conf)
         compute_rpcapi = rpcapi.ComputeAPI()
     grace = conf.category.grace_seconds

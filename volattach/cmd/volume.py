@@ -16,13 +16,13 @@ def _bind(host, port):
 
 
 def main(argv=None):
-    from volume import service
+    from volattach.volume import service
 
     conf = volattach_conf.CONF
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
     service.prepare(conf)
     service.start_heartbeat(conf)
-    wsgi_server.run("volume.wsgi:application",
+    wsgi_server.run("volattach.volume.wsgi:application",
                     bind=_bind(conf.volume.listen, conf.volume.port),
                     workers=conf.volume.workers)
 

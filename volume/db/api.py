@@ -33,8 +33,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from volattach import exception
-from volume import states
-from volume.db import models
+from volattach.volume import states
+from volattach.volume.db import models
 
 services = models.Service.__table__
 volume_types = models.VolumeType.__table__

@@ -14,7 +14,7 @@ from alembic import migration as alembic_migration
 from alembic import script as alembic_script
 import sqlalchemy as sa
 
-from volume.db import engine as db_engine
+from volattach.volume.db import engine as db_engine
 
 VERSION_TABLE = "volume_alembic_version"
 _ADVISORY_LOCK_KEY = 0x766f6c756d65  # "volume"

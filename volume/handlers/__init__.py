@@ -5,8 +5,8 @@ serialize with ``volume.views``.  Helpers shared by the modules live here.
 """
 import falcon
 
-from volume import faults
-from volume import validation
+from volattach.volume import faults
+from volattach.volume import validation
 
 
 def context(req):

@@ -8,10 +8,10 @@ are the fresh state (Cinder's PUT body is stale; ours is not).
 import falcon
 
 from volattach import exception
-from volume import microversion as mv
-from volume import views
-from volume.handlers import body, context, flag, require_version, version
-from volume.schemas import attachments as schemas
+from volattach.volume import microversion as mv
+from volattach.volume import views
+from volattach.volume.handlers import body, context, flag, require_version, version
+from volattach.volume.schemas import attachments as schemas
 
 
 def _list_filters(req):

@@ -1,6 +1,6 @@
 """/os-services: this volume service's registration and heartbeat (admin)."""
-from volume import views
-from volume.handlers import context
+from volattach.volume import views
+from volattach.volume.handlers import context
 
 
 class Collection:

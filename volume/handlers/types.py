@@ -2,9 +2,9 @@
 import falcon
 from oslo_utils import strutils
 
-from volume import views
-from volume.handlers import body, context
-from volume.schemas import types as schemas
+from volattach.volume import views
+from volattach.volume.handlers import body, context
+from volattach.volume.schemas import types as schemas
 
 
 class Collection:

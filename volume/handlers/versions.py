@@ -1,7 +1,7 @@
 """Version documents: ``GET /`` (300, all versions) and ``GET /v3/``."""
 import falcon
 
-from volume import microversion as mv
+from volattach.volume import microversion as mv
 
 UPDATED = "2023-08-31T00:00:00Z"
 

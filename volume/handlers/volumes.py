@@ -4,11 +4,11 @@ import falcon
 from oslo_utils import strutils
 
 from volattach import exception
-from volume import states
-from volume import validation
-from volume import views
-from volume.handlers import body, context, flag, version
-from volume.schemas import volumes as schemas
+from volattach.volume import states
+from volattach.volume import validation
+from volattach.volume import views
+from volattach.volume.handlers import body, context, flag, version
+from volattach.volume.schemas import volumes as schemas
 
 
 def _detail(req, vol, admin_attributes=True):

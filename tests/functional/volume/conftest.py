@@ -4,7 +4,7 @@ import pytest
 
 from tests.functional.volume.volume_testlib import (PgSchema, build_api,
                                                     make_conf, pg_url_or_skip)
-from volume import service
+from volattach.volume import service
 
 
 @pytest.fixture

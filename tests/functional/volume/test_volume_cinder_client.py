@@ -14,9 +14,9 @@ from tests.functional.volume.volume_testlib import (
 from volattach import conf as volattach_conf
 from volattach import context as volattach_context
 from volattach import exception
-from volume import service
-from volume import wsgi
-from volume.cinder import VolumeAPI
+from volattach.volume import service
+from volattach.volume import wsgi
+from volattach.volume.cinder import VolumeAPI
 
 USER_CTX = volattach_context.RequestContext(
     user_id="user1", project_id=P1, roles=["member"], overwrite=False)

@@ -14,7 +14,7 @@ from tests.functional.volume.volume_testlib import (
     BOTH_DBS, INSTANCE_A, INSTANCE_B, USER1, connector)
 from volattach import context
 from volattach import exception
-from volume import manager as manager_mod
+from volattach.volume import manager as manager_mod
 
 pytestmark = BOTH_DBS
 

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.functional.volume.volume_testlib import build_api, make_conf
-from volume.db import engine as db_engine
+from volattach.volume.db import engine as db_engine
 
 pytestmark = pytest.mark.postgres
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.functional.volume.volume_testlib import ADMIN, PADMIN, make_conf
-from volume import service
+from volattach.volume import service
 
 
 def get_services(port):

@@ -24,8 +24,8 @@ from oslo_config import cfg
 
 from tests import utils
 from volattach import conf as volattach_conf
-from volume import service
-from volume import wsgi
+from volattach.volume import service
+from volattach.volume import wsgi
 
 free_port = utils.free_port
 

@@ -10,7 +10,7 @@ import falcon.testing
 import pytest
 from oslo_config import cfg
 
-from api import wsgi as api_wsgi
+from volattach.api import wsgi as api_wsgi
 from tests.unit.api import fakes
 from volattach import conf as volattach_conf
 

@@ -8,7 +8,7 @@ records every call in ``calls`` and raises what a test puts in ``errors``
 import datetime
 import uuid
 
-import objects
+from volattach import objects
 from volattach import exception
 
 objects.register_all()

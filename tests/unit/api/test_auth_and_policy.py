@@ -2,9 +2,9 @@
 import falcon.testing
 import pytest
 
-from api import auth
-from api import policy
-from api import wsgi as api_wsgi
+from volattach.api import auth
+from volattach.api import policy
+from volattach.api import wsgi as api_wsgi
 from tests.unit.api.conftest import ADMIN
 from tests.unit.api.conftest import OTHER
 from tests.unit.api.conftest import SERVICE

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from api import microversions
-from api.microversions import Version
+from volattach.api import microversions
+from volattach.api.microversions import Version
 from tests.unit.api.conftest import USER
 
 HISTORY = os.path.join(os.path.dirname(microversions.__file__),

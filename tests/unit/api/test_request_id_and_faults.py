@@ -5,9 +5,9 @@ import re
 import falcon.testing
 import pytest
 
-from api import faults
-from api import middleware
-from api import microversions
+from volattach.api import faults
+from volattach.api import middleware
+from volattach.api import microversions
 from tests.unit.api.conftest import USER
 from volattach import exception
 

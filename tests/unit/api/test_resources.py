@@ -1,7 +1,7 @@
 """Flavors, os-services, os-instance-actions and the version documents."""
 import pytest
 
-from api import wsgi as api_wsgi
+from volattach.api import wsgi as api_wsgi
 from tests.unit.api import fakes
 from tests.unit.api.conftest import ADMIN
 from tests.unit.api.conftest import OTHER

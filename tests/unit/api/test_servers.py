@@ -3,7 +3,7 @@ import uuid
 
 import pytest
 
-from api.microversions import Version
+from volattach.api.microversions import Version
 from tests.unit.api import fakes
 from tests.unit.api.conftest import ADMIN
 from tests.unit.api.conftest import OTHER
@@ -241,7 +241,7 @@ def test_list_shows_id_name_links(api, facade):
 
 
 def test_links_use_the_public_endpoint(conf, facade):
-    from api import wsgi as api_wsgi
+    from volattach.api import wsgi as api_wsgi
     from tests.unit.api.conftest import Api
     conf.set_override("public_endpoint", "https://cloud.example/compute/",
                       group="api")

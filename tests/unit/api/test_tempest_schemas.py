@@ -14,7 +14,7 @@ from tempest.lib.services.compute import flavors_client
 from tempest.lib.services.compute import servers_client
 from tempest.lib.services.compute import services_client
 
-from api import microversions
+from volattach.api import microversions
 from tests.unit.api import fakes
 from tests.unit.api.conftest import ADMIN
 from tests.unit.api.conftest import USER

@@ -2,8 +2,8 @@
 jsonschema once per schema, with the same outcome every time."""
 import pytest
 
-from api import microversions
-from api import validation
+from volattach.api import microversions
+from volattach.api import validation
 from volattach import exception
 
 V21 = microversions.Version(2, 1)

@@ -432,7 +432,7 @@ def test_policy_is_checked_after_the_server_is_found(api, server, facade):
 def _view_request(version):
     from types import SimpleNamespace
 
-    from api import microversions
+    from volattach.api import microversions
     mv = microversions.Version.parse(version)
     return SimpleNamespace(context=SimpleNamespace(microversion=mv))
 
@@ -448,7 +448,7 @@ def _row(**kw):
 
 
 def test_the_list_view_of_a_row_matches_the_object_fields():
-    from api.views import volume_attachments as view
+    from volattach.api.views import volume_attachments as view
     row = _row()
     body = view.index(_view_request("2.105"), [row])["volumeAttachments"]
     assert body == [{"volumeId": VOLUME, "serverId": row.instance_uuid,

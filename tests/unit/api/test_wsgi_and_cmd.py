@@ -5,10 +5,10 @@ import pytest
 from oslo_config import cfg
 from oslo_log import log as oslo_logging
 
-import rpc
-from api import auth
-from api import middleware
-from api import wsgi as api_wsgi
+from volattach import rpc
+from volattach.api import auth
+from volattach.api import middleware
+from volattach.api import wsgi as api_wsgi
 from volattach import conf as volattach_conf
 from volattach import wsgi_server
 from volattach.cmd import api as cmd_api
@@ -98,7 +98,7 @@ def test_volattach_api_runs_gunicorn_with_the_config(tmp_path, monkeypatch):
     monkeypatch.setattr(wsgi_server, "run",
                         lambda *a, **kw: calls.append((a, kw)))
     cmd_api.main(["--config-file", str(config)], conf=_private_conf())
-    assert calls == [(("api.wsgi:application",),
+    assert calls == [(("volattach.api.wsgi:application",),
                       {"bind": "0.0.0.0:18774", "workers": 3, "threads": 2})]
     assert os.environ[api_wsgi.CONFIG_FILE_ENV] == str(config)
 

@@ -9,11 +9,11 @@ import pytest
 from sqlalchemy import event
 
 import volattach  # noqa: F401
-import objects
-from compute import api as compute_api
-from db import api as db_api
-from db import engine as db_engine
-from db.models import utcnow
+from volattach import objects
+from volattach.compute import api as compute_api
+from volattach.db import api as db_api
+from volattach.db import engine as db_engine
+from volattach.db.models import utcnow
 from tests import db_fixtures
 from volattach import context as volattach_context
 from volattach import exception

@@ -9,11 +9,11 @@ import uuid
 
 import pytest
 
-import objects
+from volattach import objects
 import volattach  # noqa: F401
-from compute import connections
-from compute import manager as compute_manager
-from compute.virt import fake
+from volattach.compute import connections
+from volattach.compute import manager as compute_manager
+from volattach.compute.virt import fake
 from volattach.conf import CONF
 
 TARGET = "0d6a2b1e-0000-4000-8000-00000000000t"

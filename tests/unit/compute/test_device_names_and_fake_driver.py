@@ -4,8 +4,8 @@ import types
 import pytest
 
 import volattach  # noqa: F401
-from compute import device_names
-from compute.virt import fake
+from volattach.compute import device_names
+from volattach.compute.virt import fake
 from volattach import exception
 from volattach.conf import CONF
 

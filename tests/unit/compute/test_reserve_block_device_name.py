@@ -10,11 +10,11 @@ import uuid
 import pytest
 
 import volattach  # noqa: F401
-import objects
-from compute import manager as compute_manager
-from compute.virt import fake
-from conductor import manager as conductor_manager
-from objects import base as objects_base
+from volattach import objects
+from volattach.compute import manager as compute_manager
+from volattach.compute.virt import fake
+from volattach.conductor import manager as conductor_manager
+from volattach.objects import base as objects_base
 from tests import db_fixtures
 from volattach import context as volattach_context
 from volattach import exception
@@ -70,7 +70,7 @@ def env(tmp_path, monkeypatch):
         finally:
             CONF.clear_override("connection", group="database")
             CONF.clear_override("max_disk_devices_to_attach", group="compute")
-            from db import engine as db_engine
+            from volattach.db import engine as db_engine
             db_engine.dispose_all()
 
 

@@ -7,9 +7,9 @@ from unittest import mock
 import pytest
 
 import volattach  # noqa: F401
-import objects
-from conductor import connectors
-from conductor import manager
+from volattach import objects
+from volattach.conductor import connectors
+from volattach.conductor import manager
 from volattach import exception
 
 objects.register_all()

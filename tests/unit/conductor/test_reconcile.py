@@ -6,8 +6,8 @@ from unittest import mock
 import pytest
 
 import volattach  # noqa: F401
-import objects
-from conductor import reconcile
+from volattach import objects
+from volattach.conductor import reconcile
 from volattach import exception
 
 objects.register_all()
@@ -79,7 +79,7 @@ class FakeVolumes:
         self._derive(vid)
 
     def _derive(self, vid):
-        from volume import states
+        from volattach.volume import states
         self.volumes[vid]["status"] = states.status_from_attachments(
             a["status"] for a in self.attachments.values()
             if a["volume_id"] == vid)

@@ -12,9 +12,9 @@ from oslo_messaging.notify import _impl_test
 from oslo_messaging.notify import notifier as oslo_notifier
 
 import volattach  # noqa: F401
-import objects
-import rpc
-from objects import notification
+from volattach import objects
+from volattach import rpc
+from volattach.objects import notification
 
 objects.register_all()
 

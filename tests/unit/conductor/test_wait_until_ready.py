@@ -4,7 +4,7 @@ rpc_response_timeout for a message the broker dropped (published before the
 conductor's queue existed)."""
 import oslo_messaging as messaging
 
-from conductor import rpcapi
+from volattach.conductor import rpcapi
 
 
 class _FakeClient:

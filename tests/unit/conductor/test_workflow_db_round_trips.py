@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import event
 
 import volattach  # noqa: F401
-import objects
-from db import api as db_api
-from db import engine as db_engine
+from volattach import objects
+from volattach.db import api as db_api
+from volattach.db import engine as db_engine
 from tests import db_fixtures
 from volattach import context as volattach_context
 from volattach import exception

@@ -9,9 +9,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 import volattach  # noqa: F401
-from db import api as db_api
-from db import engine as db_engine
-from db import models
+from volattach.db import api as db_api
+from volattach.db import engine as db_engine
+from volattach.db import models
 from tests import db_fixtures
 from volattach import exception
 

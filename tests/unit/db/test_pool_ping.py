@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 import volattach  # noqa: F401
-from db import engine as db_engine
+from volattach.db import engine as db_engine
 from volattach import db_hangup_check as pool_ping
 from tests import db_fixtures
 from tests import utils

@@ -4,10 +4,10 @@ back from a new connection."""
 import pytest
 
 import volattach  # noqa: F401
-from db import engine as db_engine
+from volattach.db import engine as db_engine
 from volattach import sqlite_settings
 from volattach.conf import CONF
-from volume.db import engine as volume_db_engine
+from volattach.volume.db import engine as volume_db_engine
 
 # PRAGMA synchronous answers a number: 1 NORMAL, 2 FULL.
 PRAGMA_NUMBER = {"NORMAL": 1, "FULL": 2}

@@ -4,9 +4,9 @@ import falcon
 import falcon.testing
 import pytest
 
-from volume import auth
-from volume import faults
-from volume import middleware
+from volattach.volume import auth
+from volattach.volume import faults
+from volattach.volume import middleware
 
 
 class Echo:

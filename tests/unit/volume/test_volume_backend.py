@@ -4,7 +4,7 @@ import uuid
 import pytest
 
 from volattach import exception
-from volume import backend
+from volattach.volume import backend
 
 VOLUME = {"id": str(uuid.uuid4()), "service_uuid": str(uuid.uuid4()),
           "shared_targets": True}

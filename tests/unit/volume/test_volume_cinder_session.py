@@ -13,7 +13,7 @@ from keystoneauth1 import session as ks_session
 from tests import utils
 from tests.unit.volume.test_volume_cinder_unit import make_conf
 from volattach import context as volattach_context
-from volume import cinder
+from volattach.volume import cinder
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from tests.unit.volume.test_volume_cinder_session import (  # noqa: F401
     StockVolumeAPI, clean_env, make_conf)
 from volattach import context as volattach_context
 from volattach import exception
-from volume import cinder
+from volattach.volume import cinder
 
 CTX = volattach_context.RequestContext(
     user_id="u1", project_id="p1", roles=["admin"], auth_token="user-token",

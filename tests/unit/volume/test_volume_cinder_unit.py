@@ -10,7 +10,7 @@ from oslo_config import cfg
 from volattach import conf as volattach_conf
 from volattach import context as volattach_context
 from volattach import exception
-from volume import cinder
+from volattach.volume import cinder
 
 
 class FakeResponse:

@@ -5,9 +5,9 @@ from alembic import autogenerate
 from alembic.migration import MigrationContext
 from sqlalchemy import exc as sa_exc
 
-from volume.db import engine as db_engine
-from volume.db import migration
-from volume.db import models
+from volattach.volume.db import engine as db_engine
+from volattach.volume.db import migration
+from volattach.volume.db import models
 
 
 def test_db_sync_creates_the_models_tables(tmp_path):

@@ -5,7 +5,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from volume.db import engine as db_engine
+from volattach.volume.db import engine as db_engine
 from volattach import db_idle_ping as liveness
 
 

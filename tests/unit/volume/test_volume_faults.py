@@ -2,7 +2,7 @@
 import pytest
 
 from volattach import exception
-from volume import faults
+from volattach.volume import faults
 
 
 @pytest.mark.parametrize("exc, status", [

@@ -1,7 +1,7 @@
 """volume.microversion: negotiation of OpenStack-API-Version: volume X.Y."""
 import pytest
 
-from volume import microversion as mv
+from volattach.volume import microversion as mv
 
 
 @pytest.mark.parametrize("headers, expected", [

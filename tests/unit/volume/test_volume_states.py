@@ -1,7 +1,7 @@
 """volume.states: the status rules of the attach flow."""
 import pytest
 
-from volume import states
+from volattach.volume import states
 
 
 @pytest.mark.parametrize("attachments, expected", [

@@ -3,7 +3,7 @@ which passes an open connection in ``config.attributes['connection']``)."""
 from alembic import context
 import sqlalchemy as sa
 
-from volume.db import models
+from volattach.volume.db import models
 
 VERSION_TABLE = "volume_alembic_version"
 
