@@ -1,37 +1,28 @@
-"""Run the compute database's alembic migrations (``volattach-manage db sync``)."""
+"""Run the compute database's alembic migrations (``volattach-manage db
+sync``) with the shared runner (``db.core.migration``: one transaction,
+under a migration lock)."""
 import os
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-
 from volattach.db import engine as db_engine
+from volattach.db.core import migration as core_migration
 
-_SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations")
+_ADVISORY_LOCK_KEY = 0x636f6d70757465  # "compute"
 
-
-def _config(connection):
-    config = Config()
-    config.set_main_option("script_location", _SCRIPTS)
-    config.attributes["connection"] = connection
-    return config
+MIGRATIONS = core_migration.Migrations(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations"),
+    lock_key=_ADVISORY_LOCK_KEY)
 
 
 def db_sync(url=None, revision="head"):
     """Upgrade the database at ``url`` (default [database] connection)."""
-    engine = db_engine.get_engine(url)
-    with engine.begin() as connection:
-        command.upgrade(_config(connection), revision)
+    database = db_engine.database(url)
+    MIGRATIONS.db_sync(database.url, revision, engine=database.engine)
 
 
 def db_version(url=None):
-    engine = db_engine.get_engine(url)
-    with engine.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+    database = db_engine.database(url)
+    return MIGRATIONS.db_version(database.url, engine=database.engine)
 
 
 def head_revision():
-    config = Config()
-    config.set_main_option("script_location", _SCRIPTS)
-    return ScriptDirectory.from_config(config).get_current_head()
+    return MIGRATIONS.head_revision()

@@ -59,3 +59,22 @@ def configured_compute_database(kind, tmp_path):
         finally:
             CONF.clear_override("connection", group="database")
             db_engine.dispose_all()
+
+
+def terminate_backends(url, settle=0.2):
+    """pg_terminate_backend every session of ``url``'s database but this
+    one (what a PostgreSQL restart does to a pool); returns how many.  Then
+    waits ``settle`` seconds for the backends' goodbye to reach the
+    sockets."""
+    import time
+    name = sa.make_url(url).database
+    admin = sa.create_engine(url)
+    try:
+        with admin.connect() as conn:
+            killed = conn.execute(sa.text(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = :n AND pid <> pg_backend_pid()"), {"n": name}).scalar()
+    finally:
+        admin.dispose()
+    time.sleep(settle)
+    return killed

@@ -207,6 +207,11 @@ class ConductorTooOld(ServiceUnavailable):
                "every conductor is upgraded.")
 
 
+class DatabaseUnavailable(ServiceUnavailable):
+    # the driver's error (hosts, ports) goes to the log, not to the client
+    msg_fmt = "The database is unavailable at this time; retry later."
+
+
 class CinderConnectionFailed(ServiceUnavailable):
     msg_fmt = "Connection to cinder host failed: %(reason)s"
 

@@ -13,6 +13,6 @@ EXCEPTION_FAMILY_STATUS = (
     (exception.Invalid, 400),
     # InstanceInvalidState, InstanceIsLocked, DevicePathInUse, ...
     (exception.Conflict, 409),
-    # ConductorTooOld, CinderConnectionFailed, NoValidHost
+    # ConductorTooOld, CinderConnectionFailed, NoValidHost, DatabaseUnavailable
     (exception.ServiceUnavailable, 503),
 )

@@ -1,4 +1,4 @@
-"""volattach.db_hangup_check and the compute engine's connection checks: a connection the
+"""db.core.hangup_check and the compute engine's connection checks: a connection the
 server closed is replaced at checkout, a healthy one is not pinged."""
 import socket
 import time
@@ -9,7 +9,7 @@ from sqlalchemy import exc as sa_exc
 
 import volattach  # noqa: F401
 from volattach.db import engine as db_engine
-from volattach import db_hangup_check as pool_ping
+from volattach.db.core import hangup_check as pool_ping
 from tests import db_fixtures
 from tests import utils
 

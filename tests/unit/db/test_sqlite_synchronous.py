@@ -5,7 +5,7 @@ import pytest
 
 import volattach  # noqa: F401
 from volattach.db import engine as db_engine
-from volattach import sqlite_settings
+from volattach.db.core import sqlite_settings
 from volattach.conf import CONF
 from volattach.volume.db import engine as volume_db_engine
 

@@ -1,4 +1,4 @@
-"""volattach.db_idle_ping: pooled connections are pinged only after sitting idle
+"""db.core.idle_ping: pooled connections are pinged only after sitting idle
 longer than the threshold, and a failed ping gives a new connection;
 volume.db.engine: a transaction that lost its connection runs again once."""
 import pytest
@@ -6,7 +6,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from volattach.volume.db import engine as db_engine
-from volattach import db_idle_ping as liveness
+from volattach import exception
+from volattach.db.core import idle_ping as liveness
 
 
 @pytest.mark.parametrize("checked_in_at, now, expected", [
@@ -113,9 +114,9 @@ def test_transaction_runs_again_once_after_a_lost_connection(tmp_path):
         raise _lost()
     for run in (db.write, db.read, db.read_single):
         calls.clear()
-        with pytest.raises(sa_exc.OperationalError) as err:
+        with pytest.raises(exception.DatabaseUnavailable) as err:
             run(always_lost)
-        assert err.value.connection_invalidated
+        assert err.value.__cause__.connection_invalidated
         assert len(calls) == 2      # once again, not more
     db.dispose()
 

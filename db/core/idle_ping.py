@@ -11,10 +11,10 @@ handed out, a busy pool pays nothing.
 The connection that was in use, or used less than ``idle_seconds`` ago,
 when the server went away fails on its next statement instead: SQLAlchemy
 then invalidates it and every other connection of the pool, and
-``volume.db.engine.Database`` runs the transaction again on a new one.
+``db.core.engine.Database`` runs the transaction again on a new one.
 
-No dependency on the volume service: ``install(engine)`` works on any
-SQLAlchemy engine (the compute database's engine can use it as is).
+``install(engine)`` works on any SQLAlchemy engine; ``db.core.engine``
+installs it on every PostgreSQL engine of both services.
 """
 import time
 

@@ -1,6 +1,6 @@
 """Pooled connections the server hung up on are replaced before use.
 
-``volattach.db_idle_ping`` pings a pooled connection at checkout only when it
+``db.core.idle_ping`` pings a pooled connection at checkout only when it
 sat idle for a while (``pool_pre_ping`` pinged on every checkout: a
 ``SELECT 1`` round trip per transaction).  A connection used a moment ago
 that the server has since closed (``pg_terminate_backend``, a restart, an
@@ -16,11 +16,11 @@ checked the same way when their turn comes).
 A healthy idle session has nothing to read (PostgreSQL sends nothing
 unprompted unless asked to LISTEN; a rare notice or parameter change just
 costs one harmless ping).  A peer that vanished without closing (a network
-cut) is what ``volattach.db_idle_ping``'s idle ping is for.
+cut) is what ``db.core.idle_ping``'s idle ping is for.
 
 Works for any DBAPI connection that has ``fileno()`` (psycopg2); others
-(sqlite3) are left alone.  Both databases' engines (``db.engine``,
-``volume.db.engine``) install it beside ``volattach.db_idle_ping``.
+(sqlite3) are left alone.  ``db.core.engine`` installs it beside ``db.core.idle_ping`` on every
+PostgreSQL engine.
 """
 import select
 

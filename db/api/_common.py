@@ -1,0 +1,75 @@
+"""What the compute database's query modules share: the ``Database`` they
+run through, row conversion, and the Core tables."""
+from volattach.db.core import engine as core_engine
+from volattach.db import engine as db_engine
+from volattach.db import models
+
+INSTANCES = models.Instance.__table__
+BDMS = models.BlockDeviceMapping.__table__
+SERVICES = models.Service.__table__
+FLAVORS = models.Flavor.__table__
+ACTIONS = models.InstanceAction.__table__
+EVENTS = models.InstanceActionEvent.__table__
+
+
+def now():
+    return models.utcnow()
+
+
+def database():
+    return db_engine.database()
+
+
+def row_dict(obj):
+    """An ORM row as a plain dict (``metadata_`` named ``metadata``)."""
+    if obj is None:
+        return None
+    values = {c.key: getattr(obj, c.key) for c in obj.__mapper__.column_attrs}
+    if "metadata_" in values:
+        values["metadata"] = values.pop("metadata_")
+    return values
+
+
+def fix_keys(values):
+    """``values`` with ``metadata`` renamed to the ORM's ``metadata_``."""
+    values = dict(values)
+    if "metadata" in values:
+        values["metadata_"] = values.pop("metadata")
+    return values
+
+
+def read(stmt, params=None):
+    """Rows of a Core SELECT as dicts (reads skip the ORM: no identity map,
+    no entity objects; this is the API's hot path).  One statement: no
+    transaction around it (``Database.read_single``)."""
+    return database().read_single(
+        lambda conn: [dict(r) for r in conn.execute(stmt, params).mappings()])
+
+
+def read_one(stmt):
+    rows = read(stmt.limit(1))
+    return rows[0] if rows else None
+
+
+def read_first(stmt, params):
+    """The first row of a prebuilt SELECT (which has its own LIMIT 1)."""
+    rows = read(stmt, params)
+    return rows[0] if rows else None
+
+
+def _in_session(fn, args):
+    def run(conn):
+        with core_engine.orm_session(conn) as session:
+            return fn(session, *args)
+    return run
+
+
+def orm_read(fn, *args):
+    """``fn(session, *args)`` in one read transaction."""
+    return database().read(_in_session(fn, args))
+
+
+def orm_write(fn, *args):
+    """``fn(session, *args)`` in one write transaction (committed when
+    ``fn`` returns; ``fn`` flushes before reading generated values)."""
+    return database().write(_in_session(fn, args))

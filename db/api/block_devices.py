@@ -1,0 +1,105 @@
+"""Queries of the compute database's ``block_device_mappings`` table."""
+from sqlalchemy import bindparam, delete, insert, select, update
+
+from volattach.db.api import _common as c
+from volattach.db import models
+from volattach import exception
+
+_BDMS_BY_INSTANCES = (select(c.BDMS)
+                      .where(c.BDMS.c.instance_uuid.in_(
+                          bindparam("uuids", expanding=True)))
+                      .order_by(c.BDMS.c.id))
+# The writes of the conductor's attach and detach workflows, built once like
+# the API's reads; an UPDATE or INSERT without .values() takes its columns
+# from the parameters of each execution.
+_BDM_UPDATE_RETURNING = (update(c.BDMS).where(c.BDMS.c.id == bindparam("bdm_id_"))
+                         .returning(*c.BDMS.c))
+_BDM_IDS_OF_INSTANCE = select(c.BDMS.c.id).where(
+    c.BDMS.c.instance_uuid == bindparam("instance_uuid_"))
+_BDM_INSERT_RETURNING = insert(c.BDMS).returning(*c.BDMS.c)
+_BDM_DELETE = delete(c.BDMS).where(c.BDMS.c.id == bindparam("bdm_id_"))
+_BDM_BY_VOLUME_AND_INSTANCE = (select(c.BDMS)
+                               .where(c.BDMS.c.volume_id == bindparam("volume_id"),
+                                      c.BDMS.c.instance_uuid == bindparam("instance_uuid"))
+                               .order_by(c.BDMS.c.id).limit(1))
+
+
+def bdm_create(values):
+    def create(s):
+        row = models.BlockDeviceMapping(**values)
+        s.add(row)
+        s.flush()
+        return c.row_dict(row)
+    return c.orm_write(create)
+
+
+def bdm_update(bdm_id, values):
+    def change(s):
+        row = s.get(models.BlockDeviceMapping, bdm_id)
+        if row is None:
+            raise exception.BDMNotFound(id=bdm_id)
+        for key, value in values.items():
+            setattr(row, key, value)
+        s.flush()
+        return c.row_dict(row)
+    return c.orm_write(change)
+
+
+def bdm_update_returning(bdm_id, values):
+    """``bdm_update`` in one statement: UPDATE ... RETURNING the row, without
+    reading it first (a workflow's BDM saves: SQLite >= 3.35, PostgreSQL)."""
+    db = c.database()
+    if not db.engine.dialect.update_returning:
+        return bdm_update(bdm_id, values)
+    row = db.write(lambda conn: conn.execute(
+        _BDM_UPDATE_RETURNING, dict(values, bdm_id_=bdm_id)).mappings().first())
+    if row is None:
+        raise exception.BDMNotFound(id=bdm_id)
+    return dict(row)
+
+
+def bdm_create_unless_new_mappings(values, seen_ids):
+    """Create a BDM unless its instance has a mapping whose id is not in
+    ``seen_ids`` (one created since the caller listed them): then None and
+    nothing is written.  The caller serializes the creations of one
+    instance's mappings (the compute's per-instance lock), so the check and
+    the INSERT need no lock of their own."""
+    db = c.database()
+    seen = set(seen_ids)
+
+    def create(conn):
+        ids = conn.execute(_BDM_IDS_OF_INSTANCE,
+                           {"instance_uuid_": values["instance_uuid"]}).scalars()
+        if any(bdm_id not in seen for bdm_id in ids):
+            return None
+        if not conn.dialect.insert_returning:
+            bdm_id = conn.execute(insert(c.BDMS), values).inserted_primary_key[0]
+            return dict(conn.execute(select(c.BDMS).where(c.BDMS.c.id == bdm_id))
+                        .mappings().one())
+        return dict(conn.execute(_BDM_INSERT_RETURNING, values).mappings().one())
+    return db.write(create)
+
+
+def bdm_destroy(bdm_id):
+    c.database().write_single(
+        lambda conn: conn.execute(_BDM_DELETE, {"bdm_id_": bdm_id}))
+
+
+def bdm_get_by_instance_uuids(instance_uuids):
+    return c.read(_BDMS_BY_INSTANCES, {"uuids": list(instance_uuids)})
+
+
+def bdm_get_by_volume_and_instance(volume_id, instance_uuid):
+    row = c.read_first(_BDM_BY_VOLUME_AND_INSTANCE,
+                       {"volume_id": volume_id, "instance_uuid": instance_uuid})
+    if row is None:
+        raise exception.VolumeBDMNotFound(volume_id=volume_id)
+    return row
+
+
+def bdm_get_by_volume(volume_id):
+    return c.read(select(c.BDMS).where(c.BDMS.c.volume_id == volume_id))
+
+
+def bdm_get_all_volume_bdms():
+    return c.read(select(c.BDMS).where(c.BDMS.c.destination_type == "volume"))
