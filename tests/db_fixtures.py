@@ -1,6 +1,9 @@
 """Database fixtures shared by the suites: a fresh compute database on
 SQLite, and on PostgreSQL when VOLATTACH_TEST_PG_URL is set."""
 import contextlib
+import socket
+import threading
+import time
 import uuid
 
 import sqlalchemy as sa
@@ -66,7 +69,6 @@ def terminate_backends(url, settle=0.2):
     one (what a PostgreSQL restart does to a pool); returns how many.  Then
     waits ``settle`` seconds for the backends' goodbye to reach the
     sockets."""
-    import time
     name = sa.make_url(url).database
     admin = sa.create_engine(url)
     try:
@@ -78,3 +80,79 @@ def terminate_backends(url, settle=0.2):
         admin.dispose()
     time.sleep(settle)
     return killed
+
+
+class TcpProxy:
+    """A loopback TCP proxy in front of a database server, to take it down
+    and back as a restart does: ``stop()`` closes the listening socket and
+    every proxied connection (clients see their sessions die and new
+    connections refused), ``start()`` listens again on the same port."""
+
+    def __init__(self, target_host, target_port):
+        self.target = (target_host, target_port)
+        self.port = utils.free_port()
+        self._listener = None
+        self._sockets = set()
+        self._lock = threading.Lock()
+
+    def url_for(self, url):
+        """``url`` pointing at the proxy instead of the server."""
+        return (sa.make_url(url).set(host="127.0.0.1", port=self.port)
+                .render_as_string(hide_password=False))
+
+    def start(self):
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return self
+
+    def _accept(self, listener):
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._sockets.update((client, server))
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, source, sink):
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def stop(self):
+        if self._listener is not None:
+            try:    # wakes the accepting thread (close alone would not)
+                self._listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            sockets, self._sockets = self._sockets, set()
+        for s in sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
