@@ -105,7 +105,6 @@ def _new_server(api, name):
 
 
 def test_database_down_is_503_then_back(api, proxy):
-    from volattach.db.core import engine as core_engine
     server_id = _new_server(api, "down")
     proxy.stop()
     try:
@@ -117,6 +116,7 @@ def test_database_down_is_503_then_back(api, proxy):
     assert status == 503, body
     assert body["serviceUnavailable"]["code"] == 503
     assert "127.0.0.1" not in body["serviceUnavailable"]["message"]
+    from volattach.db.core import engine as core_engine
     assert waited >= core_engine.CONNECT_RETRY_SECONDS * 0.9
     status, body, _ = api.show_server(server_id)
     assert status == 200 and body["server"]["id"] == server_id
