@@ -290,6 +290,10 @@ class Database:
     def _run(self, run, lock_attempts=1):
         """``_retrying(run)``, tried again while the database cannot be
         reached, for up to ``connect_retry_seconds``."""
+        try:
+            return self._retrying(run, lock_attempts)
+        except _Unreachable:
+            pass        # the common path above builds no Retrying
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(_Unreachable),
             stop=tenacity.stop_after_delay(self.connect_retry_seconds),
