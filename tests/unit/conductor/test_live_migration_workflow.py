@@ -11,6 +11,8 @@ import pytest
 import volattach  # noqa: F401
 from volattach import objects
 from volattach.conductor import manager
+from volattach.conductor import scheduler
+from volattach.conductor.tasks import base as tasks_base
 from volattach import exception
 
 objects.register_all()
@@ -61,9 +63,9 @@ def w():
             mock.patch.object(manager.objects, "InstanceActionEvent") as events, \
             mock.patch.object(manager.objects, "BlockDeviceMappingList") as bdm_list, \
             mock.patch.object(manager.objects, "Service") as service, \
-            mock.patch.object(manager.scheduler, "select_host",
+            mock.patch.object(scheduler, "select_host",
                               return_value="dest") as select, \
-            mock.patch.object(manager, "_min_version_for", return_value=3), \
+            mock.patch.object(tasks_base, "min_version_for", return_value=3), \
             mock.patch.object(manager.ComputeTaskManager, "_connector",
                               side_effect=lambda ctx, host, dev, mode: {
                                   "host": host, "mode": mode}):

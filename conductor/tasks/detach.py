@@ -1,0 +1,50 @@
+"""Detach a volume from a server."""
+import logging
+
+from volattach import objects
+from volattach.conductor.tasks import base
+from volattach.objects.notification import notify_volume
+from volattach import exception
+
+LOG = logging.getLogger(__name__)
+
+
+class DetachVolumeTask(base.TaskBase):
+    """Unplug, delete the attachment, destroy the record."""
+
+    def detach_volume(self, context, instance, volume_id):
+        """Unplug on the compute, delete the attachment, destroy the BDM."""
+        event = base.Event(context, instance.uuid, "compute_detach_volume", instance.host)
+        notify_volume(context, "volume_detach", "start", instance, volume_id)
+        bdm = None
+        try:
+            bdm = objects.BlockDeviceMapping.get_by_volume_and_instance(
+                context, volume_id, instance.uuid)
+            if instance.host:
+                self.compute_rpcapi.detach_volume(context, instance, bdm)
+        except Exception as error:
+            LOG.warning("detach of volume %s from %s failed: %s",
+                        volume_id, instance.uuid, error)
+            try:
+                self.volume_api.roll_detaching(context, volume_id)
+            except Exception:
+                LOG.exception("roll_detaching failed")
+            event.failure(error)
+            notify_volume(context, "volume_detach", "error", instance, volume_id,
+                          [bdm], error=error)
+            return
+        try:
+            if bdm.attachment_id:
+                try:
+                    self.volume_api.attachment_delete(context, bdm.attachment_id)
+                except exception.VolumeAttachmentNotFound:
+                    pass
+            bdm.destroy()
+        except Exception as error:
+            LOG.exception("detach of volume %s: cleanup failed", volume_id)
+            event.failure(error)
+            notify_volume(context, "volume_detach", "error", instance, volume_id,
+                          [bdm], error=error)
+            return
+        event.success()
+        notify_volume(context, "volume_detach", "end", instance, volume_id, [bdm])
