@@ -11,6 +11,7 @@ from volattach import servicegroup
 
 LOG = logging.getLogger(__name__)
 SERVER_ACTIONS = base.SERVER_ACTIONS
+RESET_STATES = {"active": instance_obj.ACTIVE, "error": instance_obj.ERROR}
 
 
 class ServerActionsAPI(base.FacadeBase):
@@ -153,6 +154,15 @@ class ServerActionsAPI(base.FacadeBase):
         instance.locked_by = None
         instance.locked_reason = None
         self._save_in_api_action(context, instance, "unlock")
+
+    def reset_state(self, context, instance, state):
+        """os-resetState: the admin's way out of a stuck task (Nova's): the
+        server goes to ``state`` (``active`` or ``error``) with no task
+        state, whatever it was doing; recorded as the action resetState."""
+        objects.InstanceAction.action_start(context, instance.uuid, "resetState")
+        instance.vm_state = RESET_STATES[state]
+        instance.task_state = None
+        instance.save()
 
     @staticmethod
     def _save_in_api_action(context, instance, action):

@@ -252,3 +252,6 @@ class ServersAPI(base.FacadeBase):
             instance.destroy()
         except exception.InstanceNotFound:
             pass
+        delete_task.release_instance_volumes(
+            context, self.volume_api,
+            delete_task.created_since(context, instance, bdms))

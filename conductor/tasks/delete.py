@@ -27,6 +27,8 @@ class DeleteTask(base.TaskBase):
             instance.destroy()
         except exception.InstanceNotFound:
             pass
+        release_instance_volumes(context, self.volume_api,
+                                 created_since(context, instance, bdms))
         event.success()
 
 
@@ -50,3 +52,13 @@ def release_instance_volumes(context, volume_api, bdms):
             bdm.destroy()
         except Exception:
             LOG.exception("could not destroy BDM %s", bdm.uuid)
+
+
+def created_since(context, instance, bdms):
+    """The server's records that ``bdms`` (read earlier) does not hold: an
+    attach that was under way when the delete read them.  Read after the
+    server is gone, when no new attach can start (an attach checks the
+    server again once its record has its attachment)."""
+    known = {b.uuid for b in bdms}
+    return [b for b in objects.BlockDeviceMappingList.get_by_instance_uuid(
+        context, instance.uuid) if b.uuid not in known]

@@ -18,10 +18,17 @@ class DetachVolumeTask(base.TaskBase):
         notify_volume(context, "volume_detach", "start", instance, volume_id)
         bdm = None
         try:
+            # a live migration that started since the API's checks moves
+            # this record: refuse, as the API does once it sees it
+            fresh = objects.Instance.get_by_uuid(context, instance.uuid)
+            if fresh.task_state == "migrating":
+                raise exception.InstanceInvalidState(
+                    method="detach_volume", instance_uuid=instance.uuid,
+                    attr="task_state", state=fresh.task_state)
             bdm = objects.BlockDeviceMapping.get_by_volume_and_instance(
                 context, volume_id, instance.uuid)
-            if instance.host:
-                self.compute_rpcapi.detach_volume(context, instance, bdm)
+            if fresh.host:
+                self.compute_rpcapi.detach_volume(context, fresh, bdm)
         except Exception as error:
             LOG.warning("detach of volume %s from %s failed: %s",
                         volume_id, instance.uuid, error)

@@ -58,6 +58,7 @@ class LiveMigrationTask(base.TaskBase):
             bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
                 context, instance.uuid)
             old_bdms = [b for b in bdms if b.is_volume and b.attachment_id]
+            self._check_no_detach_under_way(context, instance, old_bdms)
             for bdm in old_bdms:
                 mode = bdm.attach_mode or "rw"
                 attachment = self.volume_api.attachment_create(
@@ -107,16 +108,12 @@ class LiveMigrationTask(base.TaskBase):
             return
         # the switch is done: the server runs on dest with the new attachments
         for bdm in old_bdms:
-            old_attachment_id = bdm.attachment_id
             new = next(b for b in new_bdms if b.uuid == bdm.uuid)
             try:
-                self.volume_api.attachment_complete(context, new.attachment_id)
+                self._switch(context, instance, dest, bdm, new)
             except Exception:
-                LOG.exception("attachment_complete of %s failed", new.attachment_id)
-            bdm.attachment_id = new.attachment_id
-            bdm.connection_info = new.connection_info
-            bdm.save()
-            self._cleanup_attachment(context, old_attachment_id)
+                LOG.exception("switch of volume %s of %s to %s failed",
+                              bdm.volume_id, instance.uuid, dest)
         try:
             instance.host = dest
             instance.node = dest
@@ -127,3 +124,40 @@ class LiveMigrationTask(base.TaskBase):
             event.failure(error)
             return
         event.success()
+
+    def _check_no_detach_under_way(self, context, instance, bdms):
+        """Refuse (before any destination attachment) while a detach of one
+        of the server's volumes is under way: it would remove a record this
+        migration is about to move."""
+        for bdm in bdms:
+            volume = self.volume_api.get(context, bdm.volume_id)
+            if volume.get("status") == "detaching":
+                raise exception.InstanceInvalidState(
+                    method="live_migrate", instance_uuid=instance.uuid,
+                    attr="volume %s status" % bdm.volume_id, state="detaching")
+
+    def _switch(self, context, instance, dest, bdm, new):
+        """Move one record onto its destination attachment and delete the
+        source one.  A record a detach removed meanwhile: the volume leaves
+        the destination too (disconnected there, its attachment deleted)."""
+        old_attachment_id = bdm.attachment_id
+        try:
+            self.volume_api.attachment_complete(context, new.attachment_id)
+        except Exception:
+            LOG.exception("attachment_complete of %s failed", new.attachment_id)
+        bdm.attachment_id = new.attachment_id
+        bdm.connection_info = new.connection_info
+        try:
+            bdm.save()
+        except exception.BDMNotFound:
+            LOG.warning("volume %s was detached from %s during its live "
+                        "migration: removing it from %s", bdm.volume_id,
+                        instance.uuid, dest)
+            moved = instance.obj_clone()
+            moved.host = dest
+            try:
+                self.compute_rpcapi.detach_volume(context, moved, new)
+            except Exception:
+                LOG.exception("detach of %s at %s failed", bdm.volume_id, dest)
+            self._cleanup_attachment(context, new.attachment_id)
+        self._cleanup_attachment(context, old_attachment_id)
