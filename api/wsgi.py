@@ -65,11 +65,11 @@ def make_router(conf, compute_api):
 def make_app(conf, compute_api=None):
     """The compute API as a WSGI application.
 
-    ``compute_api`` defaults to ``compute.api.API()`` (which needs
+    ``compute_api`` defaults to ``volattach.api.compute.API()`` (which needs
     ``rpc.init`` to have run in this process).
     """
     if compute_api is None:
-        from volattach.compute import api as compute_api_module
+        from volattach.api import compute as compute_api_module
         compute_api = compute_api_module.API()
     application = make_router(conf, compute_api)
     for _name, wrap in reversed(MIDDLEWARE):

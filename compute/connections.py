@@ -25,7 +25,7 @@ target lock, so the two kinds cannot deadlock.
 
 The counts live in memory: a restarted compute rebuilds them with
 ``rebuild`` from the block-device mappings of the instances on its host,
-before it serves RPC (``volattach.launch.compute_service``).
+before it serves RPC (``compute.service.ComputeService``).
 """
 import contextlib
 import logging

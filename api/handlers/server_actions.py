@@ -1,5 +1,6 @@
 """POST /servers/{server_id}/action: os-start, os-stop, pause, unpause, lock,
-unlock, shelve, shelveOffload, unshelve, os-migrateLive (admin).  Each answers 202 with no body.
+unlock, shelve, shelveOffload, unshelve, os-migrateLive and os-resetState
+(admin).  Each answers 202 with no body.
 
 ``ACTIONS`` maps the body's only key to (schemas, policy, handler method).
 """
@@ -8,6 +9,11 @@ from volattach.api import policy
 from volattach.api import validation
 from volattach.api.schemas import servers as schemas
 from volattach import exception
+
+
+# Nova's rule and default for os-resetState (admin only)
+RESET_STATE_POLICY = "os_compute_api:os-admin-actions:reset_state"
+policy.POLICIES.setdefault(RESET_STATE_POLICY, "admin_api")
 
 
 class ServerAction(common.Resource):
@@ -32,6 +38,7 @@ class ServerAction(common.Resource):
         "os-migrateLive": (schemas.MIGRATE_LIVE,
                            "os_compute_api:os-migrate-server:migrate_live",
                            "_migrate_live"),
+        "os-resetState": (schemas.RESET_STATE, RESET_STATE_POLICY, "_reset_state"),
     }
 
     def on_post(self, req, resp, server_id):
@@ -102,3 +109,6 @@ class ServerAction(common.Resource):
         # block_migration (true, false, "auto") and force change nothing
         # here: volumes move by attachment, there is no local disk to copy
         self.compute.live_migrate(ctx, instance, host=value.get("host"))
+
+    def _reset_state(self, req, ctx, instance, value):
+        self.compute.reset_state(ctx, instance, value["state"])

@@ -309,6 +309,12 @@ lock_v273 = _action("lock", {
     "additionalProperties": False,
 })
 unlock_v21 = _action("unlock")
+reset_state_v21 = _action("os-resetState", {
+    "type": "object",
+    "properties": {"state": {"type": "string", "enum": ["active", "error"]}},
+    "required": ["state"],
+    "additionalProperties": False,
+})
 shelve_v21 = _action("shelve")
 shelve_offload_v21 = _action("shelveOffload")
 unshelve_v21 = _action("unshelve")
@@ -364,6 +370,7 @@ PAUSE = (("2.1", pause_v21),)
 UNPAUSE = (("2.1", unpause_v21),)
 LOCK = (("2.1", lock_v21), ("2.73", lock_v273))
 UNLOCK = (("2.1", unlock_v21),)
+RESET_STATE = (("2.1", reset_state_v21),)
 SHELVE = (("2.1", shelve_v21),)
 SHELVE_OFFLOAD = (("2.1", shelve_offload_v21),)
 MIGRATE_LIVE = (("2.1", migrate_live_v21), ("2.25", migrate_live_v225),

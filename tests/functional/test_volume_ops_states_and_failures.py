@@ -86,9 +86,14 @@ def _action_of(env, server_id, request_id, version="2.101", token=ADMIN):
 
 
 def _finished_action(env, server_id, request_id):
+    # The GET reads the action, then its events: a view taken while the
+    # failed event and the action's "Error" commit (one transaction) can
+    # show the event finished and the action not yet; the next one agrees.
     return env.wait.until(
         lambda: _action_of(env, server_id, request_id),
-        lambda a: a.get("events") and all(e["finish_time"] for e in a["events"]),
+        lambda a: a.get("events") and all(e["finish_time"] for e in a["events"])
+        and (a.get("message") == "Error"
+             or all(e.get("result") != "Error" for e in a["events"])),
         "action %s finished" % request_id)
 
 

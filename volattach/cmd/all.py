@@ -31,7 +31,8 @@ class AllInOne:
         from volattach import objects
         from volattach import rpc
         from volattach.db import migration
-        from volattach import launch
+        from volattach.compute import service as compute_service
+        from volattach.conductor import service as conductor_service
         from volattach import wsgi_server
 
         conf = self.conf
@@ -45,12 +46,13 @@ class AllInOne:
             server, _thread = volume_service.serve_in_thread(conf)
             self.servers.append(server)
             LOG.info("volume service on http://%s:%s", conf.volume.listen, conf.volume.port)
-        conductor = launch.conductor_service()
+        conductor = conductor_service.ConductorService()
         conductor.start()
         self.services.append(conductor)
         self.conductor = conductor
         for host in conf.all.compute_hosts:
-            compute = launch.compute_service(host, in_process_with_conductor=True)
+            compute = compute_service.ComputeService(
+                host, in_process_with_conductor=True)
             compute.start()
             self.services.append(compute)
             self.computes[host] = compute

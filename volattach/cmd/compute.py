@@ -6,7 +6,7 @@ import time
 from volattach import objects
 from volattach import rpc
 from volattach import conf as volattach_conf
-from volattach import launch
+from volattach.compute import service as compute_service
 from volattach import service
 
 LOG = logging.getLogger(__name__)
@@ -17,7 +17,7 @@ def main(argv=None):
     conf = volattach_conf.CONF
     objects.register_all()
     rpc.init(conf)
-    svc = launch.compute_service(conf.compute.host)
+    svc = compute_service.ComputeService(conf.compute.host)
     # The conductor may still be starting: registration goes through it.
     while True:
         try:

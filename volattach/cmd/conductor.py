@@ -4,7 +4,7 @@ import sys
 from volattach import objects
 from volattach import rpc
 from volattach import conf as volattach_conf
-from volattach import launch
+from volattach.conductor import service as conductor_service
 from volattach import service
 
 
@@ -13,7 +13,7 @@ def main(argv=None):
     conf = volattach_conf.CONF
     objects.register_all()
     rpc.init(conf)
-    svc = launch.conductor_service()
+    svc = conductor_service.ConductorService()
     svc.start()
     service.run_until_signalled([svc])
 

@@ -61,7 +61,7 @@ def db_version(conf):
 
 def service_list(conf, out=sys.stdout):
     from volattach import objects
-    from volattach.compute import api as compute_api
+    from volattach.api import compute as compute_api
     from volattach import context as volattach_context
     objects.register_all()
     ctxt = volattach_context.get_admin_context()

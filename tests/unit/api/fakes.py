@@ -1,4 +1,4 @@
-"""A hand-written stand-in for ``compute.api.API`` (unit tests of api/ only).
+"""A hand-written stand-in for ``volattach.api.compute.API`` (unit tests of api/ only).
 
 It keeps real versioned objects in dicts, enforces the facade's project
 isolation (another project's server is InstanceNotFound unless admin),

@@ -51,14 +51,17 @@ def workflow():
                                              "connection_info": {"driver_volume_type": "fake"}}
     with mock.patch.object(manager, "compute_rpcapi"), \
             mock.patch.object(manager.objects, "InstanceActionEvent") as events, \
+            mock.patch.object(manager.objects, "Instance") as instances, \
             mock.patch.object(manager.ComputeTaskManager, "_connector",
                               return_value={"host": "h1"}) as connector:
+        instances.get_by_uuid.return_value = types.SimpleNamespace(
+            uuid="inst-1", host="h1", task_state=None)
         tm = manager.ComputeTaskManager(volume_api=volume)
         tm.compute_rpcapi = compute
         ctx = mock.Mock()
         instance = types.SimpleNamespace(uuid="inst-1", host="h1")
         yield types.SimpleNamespace(tm=tm, compute=compute, volume=volume, bdm=bdm,
-                                    ctx=ctx, instance=instance,
+                                    ctx=ctx, instance=instance, instances=instances,
                                     event=events.event_start.return_value,
                                     connector=connector)
 
@@ -197,3 +200,24 @@ def test_bdm_save_failure_deletes_the_connected_attachment(workflow):
     assert w.bdm.destroyed
     w.compute.attach_volume.assert_not_called()
     w.volume.attachment_complete.assert_not_called()
+
+
+@pytest.mark.parametrize("gone", [
+    exception.InstanceNotFound(instance_id="inst-1"),
+    types.SimpleNamespace(uuid="inst-1", host="h1", task_state="deleting")],
+    ids=["deleted", "deleting"])
+def test_a_server_deleted_meanwhile_gets_nothing_plugged(workflow, gone):
+    """Checked again once the record holds its attachment: a delete that
+    read the server's records before cannot see this one."""
+    w = workflow
+    if isinstance(gone, Exception):
+        w.instances.get_by_uuid.side_effect = gone
+    else:
+        w.instances.get_by_uuid.return_value = gone
+    with pytest.raises((exception.InstanceNotFound, exception.InstanceInvalidState)):
+        w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    assert w.bdm.saved == 1                      # the record had its attachment
+    w.compute.attach_volume.assert_not_called()
+    w.volume.attachment_delete.assert_called_once_with(w.ctx, "att-1")
+    w.volume.attachment_complete.assert_not_called()
+    assert w.bdm.destroyed

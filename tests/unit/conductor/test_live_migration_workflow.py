@@ -11,6 +11,8 @@ import pytest
 import volattach  # noqa: F401
 from volattach import objects
 from volattach.conductor import manager
+from volattach.conductor import scheduler
+from volattach.conductor.tasks import base as tasks_base
 from volattach import exception
 
 objects.register_all()
@@ -46,6 +48,9 @@ class FakeInstance(types.SimpleNamespace):
     def save(self, expected_task_state=None):
         self.saves.append((self.host, self.task_state, expected_task_state))
 
+    def obj_clone(self):
+        return FakeInstance(**vars(self))
+
 
 @pytest.fixture
 def w():
@@ -61,9 +66,9 @@ def w():
             mock.patch.object(manager.objects, "InstanceActionEvent") as events, \
             mock.patch.object(manager.objects, "BlockDeviceMappingList") as bdm_list, \
             mock.patch.object(manager.objects, "Service") as service, \
-            mock.patch.object(manager.scheduler, "select_host",
+            mock.patch.object(scheduler, "select_host",
                               return_value="dest") as select, \
-            mock.patch.object(manager, "_min_version_for", return_value=3), \
+            mock.patch.object(tasks_base, "min_version_for", return_value=3), \
             mock.patch.object(manager.ComputeTaskManager, "_connector",
                               side_effect=lambda ctx, host, dev, mode: {
                                   "host": host, "mode": mode}):
@@ -139,3 +144,29 @@ def test_no_valid_host(w):
     w.tm.live_migrate_instance(w.ctx, w.instance, None)
     w.volume.attachment_create.assert_not_called()
     assert w.instance.saves == [("src", None, ["migrating"])]
+
+
+def test_a_record_detached_meanwhile_leaves_the_destination_too(w):
+    """The switch finds one record gone (a detach removed it): the server
+    still lands on dest with no task state; that volume's destination
+    attachment is unplugged there and deleted; the other one switches."""
+    def gone():
+        raise exception.BDMNotFound(id="b-2")
+    w.bdms[1].save = gone
+    w.volume.get.return_value = {"status": "in-use"}
+    w.tm.live_migrate_instance(w.ctx, w.instance, None)
+    assert w.instance.saves[-1] == ("dest", None, ["migrating"])
+    [call] = w.compute.detach_volume.call_args_list
+    assert call.args[1].host == "dest" and call.args[2].attachment_id == "new-2"
+    assert [c.args[1] for c in w.volume.attachment_delete.call_args_list] == [
+        "old-1", "new-2", "old-2"]
+    assert w.bdms[0].attachment_id == "new-1" and w.bdms[0].saved == 1
+
+
+def test_a_detach_under_way_refuses_the_migration_before_any_attachment(w):
+    w.volume.get.side_effect = lambda ctx, volume_id: {
+        "status": "detaching" if volume_id == "vol-2" else "in-use"}
+    w.tm.live_migrate_instance(w.ctx, w.instance, None)
+    w.volume.attachment_create.assert_not_called()
+    w.compute.pre_live_migration.assert_not_called()
+    assert w.instance.saves[-1] == ("src", None, ["migrating"])

@@ -1,4 +1,4 @@
-"""compute.api.API on a real SQLite database: the volume requests read the
+"""volattach.api.compute.API on a real SQLite database: the volume requests read the
 server and its mappings once (get_with_bdms), check the compute through the
 up-cache, and answer as the one-by-one reads did."""
 import datetime
@@ -10,7 +10,7 @@ from sqlalchemy import event
 
 import volattach  # noqa: F401
 from volattach import objects
-from volattach.compute import api as compute_api
+from volattach.api import compute as compute_api
 from volattach.db import api as db_api
 from volattach.db import engine as db_engine
 from volattach.db.models import utcnow

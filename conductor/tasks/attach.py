@@ -1,0 +1,105 @@
+"""Attach a volume to a server on a host."""
+import logging
+
+from volattach import objects
+from volattach.conductor.tasks import base
+from volattach.objects.notification import notify_volume
+from volattach import exception
+
+LOG = logging.getLogger(__name__)
+
+
+class AttachVolumeTask(base.TaskBase):
+    """Reserve the device, create and connect the attachment, plug."""
+
+    def attach_volume(self, context, instance, volume_id, device=None, tag=None,
+                      delete_on_termination=False, attach_mode=None):
+        """Reserve a device on the compute, attach in Cinder, plug on the host.
+
+        Returns the device name.  Any failure undoes the completed steps and
+        is re-raised (the caller of a cast only sees it in the instance
+        action's failed event).
+        """
+        event = base.Event(context, instance.uuid, "compute_attach_volume", instance.host)
+        notify_volume(context, "volume_attach", "start", instance, volume_id)
+        bdm = attachment_id = None
+        plugged = False
+        try:
+            bdm = self._reserve_block_device_name(
+                context, instance, device, volume_id, tag, delete_on_termination)
+            attach_mode = attach_mode or "rw"
+            attachment = self.volume_api.attachment_create(
+                context, volume_id, instance.uuid,
+                mode=attach_mode if attach_mode == "ro" else None)
+            attachment_id = attachment["id"]
+            connector = self._connector(context, instance.host, bdm.device_name,
+                                        attach_mode)
+            attachment = self.volume_api.attachment_update(
+                context, attachment_id, connector, mountpoint=bdm.device_name)
+            # the volume service has the last word: a read-only volume
+            # attaches ro whatever was asked (openstackclient's way to a
+            # read-only attach: `openstack volume set --read-only`)
+            if attachment.get("attach_mode") in ("ro", "rw"):
+                attach_mode = attachment["attach_mode"]
+            # One save of the attachment, its mode and its connection.
+            # Until it lands, the rollback below has the attachment's id,
+            # and after a crash the reconcile pass finds the attachment
+            # through its server (an attachment no record points at) and
+            # the record through its missing attachment_id.
+            bdm.attachment_id = attachment_id
+            bdm.attach_mode = attach_mode
+            bdm.set_connection_info(attachment["connection_info"])
+            bdm.save()
+            # A delete that read the server's records before this one
+            # existed cannot release it: give the volume back here.
+            self._check_server_kept(context, instance)
+            self.compute_rpcapi.attach_volume(context, instance, bdm,
+                                              attach_mode=attach_mode)
+            plugged = True
+            self.volume_api.attachment_complete(context, attachment_id)
+        except Exception as error:
+            LOG.warning("attach of volume %s to server %s failed: %s",
+                        volume_id, instance.uuid, error)
+            if plugged:
+                try:
+                    self.compute_rpcapi.detach_volume(context, instance, bdm)
+                except Exception:
+                    LOG.exception("unplug during rollback failed")
+            if attachment_id:
+                self._cleanup_attachment(context, attachment_id)
+            if bdm is not None:
+                try:
+                    bdm.destroy()
+                except Exception:
+                    LOG.exception("could not destroy BDM during rollback")
+            event.failure(error)
+            notify_volume(context, "volume_attach", "error", instance, volume_id,
+                          [bdm], error=error)
+            raise
+        event.success()
+        notify_volume(context, "volume_attach", "end", instance, volume_id, [bdm])
+        return bdm.device_name
+
+    @staticmethod
+    def _check_server_kept(context, instance):
+        """Raise unless the server still exists and is not being deleted
+        (read again: a delete may have started since the API's checks)."""
+        fresh = objects.Instance.get_by_uuid(context, instance.uuid)
+        if fresh.task_state == "deleting":
+            raise exception.InstanceInvalidState(
+                method="attach_volume", instance_uuid=instance.uuid,
+                attr="task_state", state=fresh.task_state)
+
+    def _reserve_block_device_name(self, context, instance, device, volume_id,
+                                   tag, delete_on_termination):
+        """The new BDM, named and created by the server's compute.  A compute
+        of RPC 1.4 gets the server's mappings with the call (read here, in
+        this process's database session) and needs one call back to the
+        conductor instead of two."""
+        bdms = None
+        if self.compute_rpcapi.sends_mappings_with_reserve(instance.host):
+            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+                context, instance.uuid)
+        return self.compute_rpcapi.reserve_block_device_name(
+            context, instance, device, volume_id, tag=tag,
+            delete_on_termination=delete_on_termination, bdms=bdms)

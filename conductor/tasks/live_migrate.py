@@ -1,0 +1,163 @@
+"""Live-migrate a server with its volumes: two attachments per volume until the switch."""
+import logging
+
+from volattach import objects
+from volattach.conductor.tasks import base
+from volattach.compute import rpcapi as compute_rpcapi
+from volattach.conductor import scheduler
+from volattach import exception
+
+LOG = logging.getLogger(__name__)
+
+
+class LiveMigrationTask(base.TaskBase):
+    """os-migrateLive's workflow."""
+
+    def live_migrate_instance(self, context, instance, host=None):
+        """Move the running server to ``host`` (or one the scheduler picks).
+
+        For each volume a second attachment of the same server, connected
+        with the destination's connector and the same attach mode; then the
+        destination connects them, the source moves the guest, the guest
+        runs on the destination, the source forgets it and disconnects the
+        old connections; only then are the BDMs switched and the source
+        attachments deleted.  Any failure before the switch deletes the
+        destination attachments, disconnects them there, and leaves the
+        server on the source as it was (task_state None).
+        """
+        from volattach.objects import service as service_obj
+        source = instance.host
+        dest = None
+        new_attachments = {}      # bdm uuid -> new attachment id
+        new_bdms = []
+        dest_touched = False
+        step = "compute_live_migration_select_destination"
+        event = None
+        try:
+            if not source:
+                raise exception.InstanceInvalidState(
+                    method="live_migrate", instance_uuid=instance.uuid,
+                    attr="host", state=None)
+            minimum = max(base.min_version_for(context, instance) or 0,
+                          service_obj.LIVE_MIGRATION_SERVICE_VERSION)
+            dest = scheduler.select_host(context, ":%s" % host if host else None,
+                                         minimum, exclude=(source,))
+            for name in (source, dest):
+                if not self.compute_rpcapi.can_send_version(name, "1.3"):
+                    raise exception.ComputeTooOldForFeature(
+                        host=name, feature="live migration")
+            source_service = objects.Service.get_by_host_and_binary(
+                context.elevated(), source, compute_rpcapi.BINARY)
+            if source_service is None or (
+                    source_service.version < service_obj.LIVE_MIGRATION_SERVICE_VERSION):
+                raise exception.ComputeTooOldForFeature(host=source,
+                                                        feature="live migration")
+
+            step = "compute_live_migration_attach_destination"
+            event = base.Event(context, instance.uuid, step, dest)
+            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+                context, instance.uuid)
+            old_bdms = [b for b in bdms if b.is_volume and b.attachment_id]
+            self._check_no_detach_under_way(context, instance, old_bdms)
+            for bdm in old_bdms:
+                mode = bdm.attach_mode or "rw"
+                attachment = self.volume_api.attachment_create(
+                    context, bdm.volume_id, instance.uuid,
+                    mode="ro" if mode == "ro" else None)
+                new_attachments[bdm.uuid] = attachment["id"]
+                connector = self._connector(context, dest, bdm.device_name, mode)
+                attachment = self.volume_api.attachment_update(
+                    context, attachment["id"], connector, mountpoint=bdm.device_name)
+                new = bdm.obj_clone()
+                new.attachment_id = attachment["id"]
+                new.set_connection_info(attachment["connection_info"])
+                new.obj_reset_changes()
+                new_bdms.append(new)
+            event.success()
+
+            step = "compute_pre_live_migration"
+            event = base.Event(context, instance.uuid, step, dest)
+            self.compute_rpcapi.pre_live_migration(context, instance, new_bdms, dest)
+            dest_touched = True
+            event.success()
+
+            step = "compute_live_migration"
+            event = base.Event(context, instance.uuid, step, source)
+            self.compute_rpcapi.live_migration(context, instance, dest)
+            self.compute_rpcapi.post_live_migration_at_destination(
+                context, instance, new_bdms, dest)
+            event.success()
+
+            step = "compute_post_live_migration_at_source"
+            event = base.Event(context, instance.uuid, step, source)
+            self.compute_rpcapi.post_live_migration_at_source(context, instance,
+                                                              old_bdms)
+        except Exception as error:
+            LOG.warning("live migration of %s from %s to %s failed at %s: %s",
+                        instance.uuid, source, dest, step, error)
+            if dest_touched:
+                try:
+                    self.compute_rpcapi.rollback_live_migration_at_destination(
+                        context, instance, new_bdms, dest)
+                except Exception:
+                    LOG.exception("rollback at %s failed", dest)
+            for attachment_id in new_attachments.values():
+                self._cleanup_attachment(context, attachment_id)
+            self._reset_task_state(instance, "migrating")
+            base.Event.failed(event, context, instance.uuid, step, error)
+            return
+        # the switch is done: the server runs on dest with the new attachments
+        for bdm in old_bdms:
+            new = next(b for b in new_bdms if b.uuid == bdm.uuid)
+            try:
+                self._switch(context, instance, dest, bdm, new)
+            except Exception:
+                LOG.exception("switch of volume %s of %s to %s failed",
+                              bdm.volume_id, instance.uuid, dest)
+        try:
+            instance.host = dest
+            instance.node = dest
+            instance.task_state = None
+            instance.save(expected_task_state=["migrating"])
+        except Exception as error:
+            LOG.exception("could not record %s on %s", instance.uuid, dest)
+            event.failure(error)
+            return
+        event.success()
+
+    def _check_no_detach_under_way(self, context, instance, bdms):
+        """Refuse (before any destination attachment) while a detach of one
+        of the server's volumes is under way: it would remove a record this
+        migration is about to move."""
+        for bdm in bdms:
+            volume = self.volume_api.get(context, bdm.volume_id)
+            if volume.get("status") == "detaching":
+                raise exception.InstanceInvalidState(
+                    method="live_migrate", instance_uuid=instance.uuid,
+                    attr="volume %s status" % bdm.volume_id, state="detaching")
+
+    def _switch(self, context, instance, dest, bdm, new):
+        """Move one record onto its destination attachment and delete the
+        source one.  A record a detach removed meanwhile: the volume leaves
+        the destination too (disconnected there, its attachment deleted)."""
+        old_attachment_id = bdm.attachment_id
+        try:
+            self.volume_api.attachment_complete(context, new.attachment_id)
+        except Exception:
+            LOG.exception("attachment_complete of %s failed", new.attachment_id)
+        bdm.attachment_id = new.attachment_id
+        bdm.connection_info = new.connection_info
+        try:
+            bdm.save()
+        except exception.BDMNotFound:
+            LOG.warning("volume %s was detached from %s during its live "
+                        "migration: removing it from %s", bdm.volume_id,
+                        instance.uuid, dest)
+            moved = instance.obj_clone()
+            moved.host = dest
+            try:
+                self.compute_rpcapi.detach_volume(context, moved, new)
+            except Exception:
+                LOG.exception("detach of %s at %s failed", bdm.volume_id, dest)
+            self._cleanup_attachment(context, new.attachment_id)
+        self._cleanup_attachment(context, old_attachment_id)

@@ -1,0 +1,56 @@
+"""Swap a server's volume for another (the new attachment reserved by the API)."""
+import logging
+
+from volattach import objects
+from volattach.conductor.tasks import base
+from volattach.objects.notification import notify_volume
+
+LOG = logging.getLogger(__name__)
+
+
+class SwapVolumeTask(base.TaskBase):
+    """Move a volume record onto the new volume's attachment."""
+
+    def swap_volume(self, context, instance, old_volume_id, new_volume_id,
+                    new_attachment_id):
+        """Move the BDM of ``old_volume_id`` onto the new volume's attachment
+        (reserved by the API).  Any failure deletes the new attachment and
+        leaves the old volume attached as it was."""
+        event = base.Event(context, instance.uuid, "compute_swap_volume", instance.host)
+        notify_volume(context, "volume_swap", "start", instance, old_volume_id,
+                      new_volume_id=new_volume_id)
+        bdm = None
+        try:
+            bdm = objects.BlockDeviceMapping.get_by_volume_and_instance(
+                context, old_volume_id, instance.uuid)
+            old_attachment_id = bdm.attachment_id
+            new_connection_info = None
+            if instance.host:
+                connector = self._connector(context, instance.host, bdm.device_name,
+                                            bdm.attach_mode)
+                attachment = self.volume_api.attachment_update(
+                    context, new_attachment_id, connector, mountpoint=bdm.device_name)
+                new_connection_info = attachment["connection_info"]
+                self.compute_rpcapi.swap_volume(context, instance, bdm,
+                                                new_connection_info)
+            self.volume_api.attachment_complete(context, new_attachment_id)
+        except Exception as error:
+            LOG.warning("swap of %s to %s on %s failed: %s", old_volume_id,
+                        new_volume_id, instance.uuid, error)
+            self._cleanup_attachment(context, new_attachment_id)
+            try:
+                self.volume_api.roll_detaching(context, old_volume_id)
+            except Exception:
+                LOG.exception("roll_detaching of %s failed", old_volume_id)
+            event.failure(error)
+            notify_volume(context, "volume_swap", "error", instance, old_volume_id,
+                          [bdm], new_volume_id=new_volume_id, error=error)
+            return
+        bdm.volume_id = new_volume_id
+        bdm.attachment_id = new_attachment_id
+        bdm.set_connection_info(new_connection_info)
+        bdm.save()
+        self._cleanup_attachment(context, old_attachment_id)
+        event.success()
+        notify_volume(context, "volume_swap", "end", instance, old_volume_id, [bdm],
+                      new_volume_id=new_volume_id)
