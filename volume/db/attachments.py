@@ -45,6 +45,7 @@ def attachment_create(conn, values):
     att.update(values)
     att["id"] = att["id"] or str(uuid.uuid4())
     att["created_at"] = att["created_at"] or utcnow()
+    att["legacy"] = bool(att["legacy"])
     conn.execute(sa.insert(attachments), _encoded(att))
     return att
 
@@ -299,3 +300,25 @@ def attachment_specs_set(conn, attachment_id, connector, known_empty=False):
             {"attachment_id": attachment_id, "key": key, "value": value}
             for key, value in texts.items()])
 
+
+
+# -- attachments of the attach actions from before 3.27 -----------------------
+
+def legacy_pending(conn, volume_id):
+    """The volume's os-reserve reservations not yet attached, oldest
+    first."""
+    query = (sa.select(attachments)
+             .where(attachments.c.volume_id == volume_id,
+                    attachments.c.legacy == sa.true(),
+                    attachments.c.attach_status != states.ATT_ATTACHED)
+             .order_by(attachments.c.created_at, attachments.c.id))
+    return [_attachment_dict(tuple(row)) for row in conn.execute(query)]
+
+
+def attached_of_volume(conn, volume_id):
+    """The volume's attached attachments (either API), oldest first."""
+    query = (sa.select(attachments)
+             .where(attachments.c.volume_id == volume_id,
+                    attachments.c.attach_status == states.ATT_ATTACHED)
+             .order_by(attachments.c.attach_time, attachments.c.id))
+    return [_attachment_dict(tuple(row)) for row in conn.execute(query)]

@@ -75,3 +75,29 @@ def type_delete(conn, type_id):
     conn.execute(sa.delete(volume_types).where(
         volume_types.c.id == vtype["id"]))
 
+
+
+def type_specs_set(conn, type_id, specs):
+    """Add or replace extra specs of the type; returns ``specs``."""
+    vtype = type_get(conn, type_id)
+    for key, value in specs.items():
+        changed = conn.execute(sa.update(extra_specs).where(
+            extra_specs.c.volume_type_id == vtype["id"],
+            extra_specs.c.key == key).values(value=value)).rowcount
+        if not changed:
+            conn.execute(sa.insert(extra_specs).values(
+                volume_type_id=vtype["id"], key=key, value=value))
+    conn.execute(sa.update(volume_types).where(
+        volume_types.c.id == vtype["id"]).values(updated_at=utcnow()))
+    return specs
+
+
+def type_spec_delete(conn, type_id, key):
+    vtype = type_get(conn, type_id)
+    deleted = conn.execute(sa.delete(extra_specs).where(
+        extra_specs.c.volume_type_id == vtype["id"],
+        extra_specs.c.key == key)).rowcount
+    if not deleted:
+        raise exception.NotFound(
+            "Volume Type %s has no extra specs with key %s."
+            % (vtype["id"], key))

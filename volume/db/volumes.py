@@ -144,6 +144,8 @@ def volume_update(conn, volume_id, values, expected_statuses=None,
     ``expected_statuses`` (compare-and-swap).  True if a row changed."""
     params = dict(values)
     params.setdefault("updated_at", utcnow())
+    if isinstance(params.get("metadata"), dict):
+        params["metadata"] = json.dumps(params["metadata"])
     stmt = _stmt_volume_update(
         tuple(sorted(params)),
         None if expected_statuses is None else tuple(expected_statuses),
@@ -151,6 +153,15 @@ def volume_update(conn, volume_id, values, expected_statuses=None,
     params["_volume_id"] = volume_id
     params["_project_id"] = project_id
     return conn.execute(stmt, params).rowcount == 1
+
+
+# An os-reserve reservation not attached yet: the new API may not reserve
+# the volume meanwhile (nor may os-reserve while the new API holds one, by
+# status: see legacy_reserve).
+_LEGACY_PENDING = sa.exists().where(
+    attachments.c.volume_id == volumes.c.id,
+    attachments.c.legacy == sa.true(),
+    attachments.c.attach_status != states.ATT_ATTACHED)
 
 
 @functools.cache
@@ -161,7 +172,8 @@ def _stmt_volume_reserve(scoped, returning):
         sa.and_(volumes.c.multiattach == sa.false(),
                 _one_of(volumes.c.status, states.RESERVABLE)))
     stmt = (sa.update(volumes)
-            .where(volumes.c.id == sa.bindparam("_volume_id"), allowed)
+            .where(volumes.c.id == sa.bindparam("_volume_id"), allowed,
+                   ~_LEGACY_PENDING)
             .values(updated_at=sa.bindparam("updated_at")))
     if scoped:
         stmt = stmt.where(volumes.c.project_id == sa.bindparam("_project_id"))
@@ -171,7 +183,7 @@ def _stmt_volume_reserve(scoped, returning):
 
 
 def volume_reserve(conn, volume_id, project_id=None):
-    """Compare-and-swap: the volume (without its type name; its status
+    """Compare-and-swap (no os-reserve reservation pending on it): the volume (without its type name; its status
     unchanged) if its status allows one more reservation, its row now
     locked by this transaction; else None."""
     params = {"_volume_id": volume_id, "_project_id": project_id,
@@ -229,3 +241,30 @@ def volume_sync_status(conn, volume_id):
     return volume_set_attach_status(
         conn, volume_id, states.status_from_attachments(statuses))
 
+
+
+def legacy_reserve(conn, volume_id, project_id=None):
+    """os-reserve's compare-and-swap: an available volume (or an in-use
+    multiattach one) moves to attaching.  True if it did."""
+    allowed = sa.or_(
+        volumes.c.status == states.AVAILABLE,
+        sa.and_(volumes.c.multiattach == sa.true(),
+                volumes.c.status == states.IN_USE))
+    stmt = _scoped(sa.update(volumes).where(volumes.c.id == volume_id,
+                                            allowed), volumes, project_id)
+    return conn.execute(stmt.values(status=states.ATTACHING,
+                                    updated_at=utcnow())).rowcount == 1
+
+
+def volume_summary(conn, project_id=None):
+    """(count, total size, {metadata key: [values]}) of the volumes."""
+    query = _scoped(sa.select(volumes.c.size, volumes.c.metadata),
+                    volumes, project_id)
+    count, total, metadata = 0, 0, {}
+    for size, meta in conn.execute(query):
+        count += 1
+        total += size
+        for key, value in _json_object(meta).items():
+            if value not in metadata.setdefault(key, []):
+                metadata[key].append(value)
+    return count, total, metadata
