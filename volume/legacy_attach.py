@@ -62,7 +62,8 @@ class LegacyAttach:
         self.db.write(unreserve)
 
     def initialize_connection(self, ctx, volume_id, connector):
-        """The connection info for ``connector`` (no state changes)."""
+        """The connection info for ``connector`` (no state changes):
+        ``{"driver_volume_type": ..., "data": {...}}``."""
         self.backend.check_connector(connector)
 
         def connect(conn):
@@ -71,8 +72,11 @@ class LegacyAttach:
             attachment_id = pending[0]["id"] if pending else str(uuid.uuid4())
             mode = states.attach_mode_for(vol["readonly"], None,
                                           connector.get("mode"))
-            return self.backend.initialize_connection(
+            data = self.backend.initialize_connection(
                 vol, attachment_id, connector, mode)
+            # the old API's shape: the driver type beside its data
+            return {"driver_volume_type": data.pop("driver_volume_type"),
+                    "data": data}
         return self.db.read(connect)
 
     def terminate_connection(self, ctx, volume_id, connector):
