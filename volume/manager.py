@@ -21,8 +21,10 @@ from oslo_log import log as logging
 
 from volattach import exception
 from volattach.volume import backend as backend_mod
+from volattach.volume import compute_client
 from volattach.volume import legacy_attach
 from volattach.volume import states
+from volattach.volume import volume_migration
 from volattach.volume.db import api as db
 from volattach.volume.db import engine as db_engine
 
@@ -73,6 +75,8 @@ class VolumeManager:
         self._service = None
         self._service_lock = threading.Lock()
         self.legacy = legacy_attach.LegacyAttach(self)
+        self.migration = volume_migration.VolumeMigration(
+            self, compute_client.ComputeClient(conf))
 
     @property
     def backend_host(self):
@@ -375,7 +379,11 @@ class VolumeManager:
 
     def attachment_update(self, ctx, attachment_id, connector):
         """Connect a reserved attachment to the host of ``connector``."""
-        self.backend.check_connector(connector)
+        try:
+            self.backend.check_connector(connector)
+        except exception.Invalid:
+            self.attachment_get(ctx, attachment_id)   # unknown: 404 first
+            raise
 
         def update(conn):
             attachment, volume = db.attachment_lock(conn, attachment_id,

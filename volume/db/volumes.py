@@ -205,7 +205,8 @@ def volume_delete(conn, volume_id, project_id=None):
     stmt = _scoped(sa.delete(volumes).where(
         volumes.c.id == volume_id,
         volumes.c.status.in_(states.DELETABLE),
-        volumes.c.migration_status.is_(None),
+        sa.or_(volumes.c.migration_status.is_(None),
+               volumes.c.migration_status.in_(("success", "error"))),
         ~has_attachments), volumes, project_id)
     return conn.execute(stmt).rowcount == 1
 
@@ -268,3 +269,26 @@ def volume_summary(conn, project_id=None):
             if value not in metadata.setdefault(key, []):
                 metadata[key].append(value)
     return count, total, metadata
+
+
+def volume_destroy(conn, volume_id):
+    """Delete the volume row whatever its status (its attachments first)."""
+    conn.execute(sa.delete(attachments).where(
+        attachments.c.volume_id == volume_id))
+    conn.execute(sa.delete(volumes).where(volumes.c.id == volume_id))
+
+
+def volume_finish_migration(conn, source_id, target_id):
+    """The end of a migration, as Cinder's: the source keeps its id and
+    takes over the target's type and host and its attachments (the
+    swapped-in ones); the source's own attachments and the target row go."""
+    target = volume_get(conn, target_id)
+    conn.execute(sa.delete(attachments).where(
+        attachments.c.volume_id == source_id))
+    conn.execute(sa.update(attachments).where(
+        attachments.c.volume_id == target_id).values(volume_id=source_id))
+    conn.execute(sa.delete(volumes).where(volumes.c.id == target_id))
+    volume_update(conn, source_id, {
+        "volume_type_id": target["volume_type_id"], "host": target["host"],
+        "multiattach": target["multiattach"],
+        "migration_status": "success"})

@@ -87,10 +87,13 @@ class Item:
 
     def on_put(self, req, resp, attachment_id):
         require_version(req, mv.NEW_ATTACH)
-        # Cinder looks the attachment up first: unknown is 404, whatever
-        # the body.
-        self.manager.attachment_get(context(req), attachment_id)
-        data = body(req, schemas.update)["attachment"]
+        try:
+            data = body(req, schemas.update)["attachment"]
+        except exception.Invalid:
+            # Cinder looks the attachment up first: unknown is 404,
+            # whatever the body (a good body finds out below, for free).
+            self.manager.attachment_get(context(req), attachment_id)
+            raise
         attachment = self.manager.attachment_update(
             context(req), attachment_id, data["connector"])
         resp.media = {"attachment": views.attachment_detail(attachment)}

@@ -3,9 +3,12 @@
 The attach actions from before 3.27 (``os-reserve``, ``os-unreserve``,
 ``os-initialize_connection``, ``os-terminate_connection``, ``os-attach``,
 ``os-detach``, ``os-begin_detaching``, ``os-roll_detaching``), and the
-volume's own: read-only flag, bootable, extend, reset status.  Status codes
+volume's own: read-only flag, bootable, extend, reset status, retype and
+migration (``os-migrate_volume_completion`` is the compute side's call
+back after a swap).  Status codes
 as Cinder's: 202, but 200 for os-initialize_connection (with its
-``connection_info``) and os-set_bootable.
+``connection_info``), os-migrate_volume_completion (``save_volume_id``)
+and os-set_bootable.
 """
 import falcon
 from oslo_utils import strutils
@@ -34,6 +37,9 @@ class Action:
             "os-begin_detaching": self._begin_detaching,
             "os-roll_detaching": self._roll_detaching,
             "os-reset_status": self._reset_status,
+            "os-retype": self._retype,
+            "os-migrate_volume": self._migrate_volume,
+            "os-migrate_volume_completion": self._migrate_volume_completion,
         }
 
     def on_post(self, req, resp, volume_id):
@@ -83,6 +89,28 @@ class Action:
         self.manager.volume_reset_status(
             context(req), volume_id, status=status,
             migration_status=args.get("migration_status"))
+
+    # -- retype and migration (volume_migration) -----------------------------
+
+    def _retype(self, req, volume_id, data):
+        validation.validate(schemas.retype, data)
+        args = data["os-retype"]
+        self.manager.migration.retype(
+            context(req), volume_id, args["new_type"],
+            policy=args.get("migration_policy") or "never")
+
+    def _migrate_volume(self, req, volume_id, data):
+        validation.validate(schemas.migrate_volume, data)
+        self.manager.migration.migrate(context(req), volume_id,
+                                       data["os-migrate_volume"]["host"])
+
+    def _migrate_volume_completion(self, req, volume_id, data):
+        validation.validate(schemas.migrate_volume_completion, data)
+        args = data["os-migrate_volume_completion"]
+        saved = self.manager.migration.complete(
+            context(req), volume_id, args["new_volume"],
+            error=bool(args.get("error")))
+        return {"save_volume_id": saved}
 
     # -- attach actions from before 3.27 ------------------------------------
 

@@ -125,3 +125,15 @@ attach = _action("os-attach", {
     "mode": {"type": "string", "enum": ["rw", "ro"]},
 }, ["mountpoint"])
 detach = _action("os-detach", {"attachment_id": _uuid}, nullable=True)
+retype = _action("os-retype", {
+    "new_type": {"type": "string", "minLength": 1, "maxLength": 255},
+    "migration_policy": {"type": ["string", "null"],
+                         "enum": ["on-demand", "never", None]},
+}, ["new_type"])
+migrate_volume = _action("os-migrate_volume", {
+    "host": {"type": "string", "minLength": 1, "maxLength": 255},
+    "force_host_copy": _boolean, "lock_volume": _boolean,
+}, ["host"])
+migrate_volume_completion = _action("os-migrate_volume_completion", {
+    "new_volume": _uuid, "error": {"type": ["boolean", "null"]},
+}, ["new_volume"])
