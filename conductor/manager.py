@@ -521,9 +521,28 @@ class ComputeTaskManager:
         bdm.set_connection_info(new_connection_info)
         bdm.save()
         self._cleanup_attachment(context, old_attachment_id)
+        self._complete_volume_migration(context, bdm, old_volume_id, new_volume_id)
         event.success()
         notify_volume(context, "volume_swap", "end", instance, old_volume_id, [bdm],
                       new_volume_id=new_volume_id)
+
+    def _complete_volume_migration(self, context, bdm, old_volume_id, new_volume_id):
+        """A swap the volume service asked for (a retype or migration of the
+        old volume, which then has a migration_status): tell it the swap is
+        done, and name in the record the volume id it keeps (Nova's
+        migrate_volume_completion and save_volume_id)."""
+        try:
+            if not self.volume_api.get(context, old_volume_id).get("migration_status"):
+                return
+            saved = self.volume_api.migrate_volume_completion(
+                context, old_volume_id, new_volume_id)
+        except Exception:
+            LOG.exception("migration completion of %s to %s failed", old_volume_id,
+                          new_volume_id)
+            return
+        if saved != bdm.volume_id:
+            bdm.volume_id = saved
+            bdm.save()
 
     # -- live migration ---------------------------------------------------------------
     def live_migrate_instance(self, context, instance, host=None):
