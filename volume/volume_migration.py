@@ -17,12 +17,19 @@ Nova:
    deleted; ``save_volume_id`` is the source's id, the volume the server's
    record must now name.
 
-A refused or failed swap deletes the target and leaves the source with
-``migration_status`` ``error``.
+The compute API is called after the 202, from a thread (it calls this
+service back while it swaps).  A refused or failed swap deletes the target
+and leaves the source with ``migration_status`` ``error``.
 """
+import threading
+
+from oslo_log import log as logging
+
 from volattach import exception
 from volattach.volume import states
 from volattach.volume.db import api as db
+
+LOG = logging.getLogger(__name__)
 
 MIGRATING = "migrating"
 TARGET_PREFIX = "target:"
@@ -148,15 +155,26 @@ class VolumeMigration:
         return servers[0]["instance_uuid"], vol["id"], target["id"]
 
     def _swap(self, started):
+        """Ask for the swap from a thread of its own, as Cinder's volume
+        manager does after the API's 202: the compute API calls this
+        service back while it handles the swap, and a single-threaded
+        worker must be free to answer."""
         if started is None:
             return
-        server_id, source_id, target_id = started
+        thread = threading.Thread(target=self._ask_swap, args=started,
+                                  name="swap-%s" % started[1], daemon=True)
+        thread.start()
+        return thread
+
+    def _ask_swap(self, server_id, source_id, target_id):
         try:
             self.compute.swap_volume(server_id, source_id, target_id)
-        except Exception:
+        except Exception as exc:
+            LOG.warning("Migration of volume %s to %s failed: %s",
+                        source_id, target_id, exc)
+
             def undo(conn):
                 db.volume_destroy(conn, target_id)
                 db.volume_update(conn, source_id,
                                  {"migration_status": "error"})
             self.db.write(undo)
-            raise
