@@ -5,8 +5,10 @@ import uuid
 
 import pytest
 
-from tests.functional.volume.volume_testlib import (ADMIN, P1, USER1, USER2,
-                                                    connector)
+from tests.functional.volume.volume_testlib import (ADMIN, BOTH_DBS, P1,
+                                                    USER1, USER2, connector)
+
+pytestmark = BOTH_DBS
 
 
 def _ids(resp, key="volumes"):

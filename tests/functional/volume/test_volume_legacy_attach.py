@@ -1,8 +1,11 @@
 """Cinder's attach actions from before 3.27 against the attachments API."""
 import uuid
 
-from tests.functional.volume.volume_testlib import (INSTANCE_A, INSTANCE_B,
-                                                    USER2, connector)
+from tests.functional.volume.volume_testlib import (BOTH_DBS, INSTANCE_A,
+                                                    INSTANCE_B, USER2,
+                                                    connector)
+
+pytestmark = BOTH_DBS
 
 
 def _action(api, volume_id, body, **kw):
