@@ -351,6 +351,11 @@ class VolumeManager:
                         in states.SAME_INSTANCE_RESERVABLE
                         and db.attachment_exists(conn, volume_id,
                                                  instance_uuid)):
+                    if db.legacy_pending(conn, volume_id):
+                        raise exception.InvalidVolume(
+                            reason="Volume %s is reserved by os-reserve: "
+                                   "os-attach or os-unreserve it first."
+                                   % volume_id)
                     raise exception.InvalidVolume(
                         reason=states.reserve_refused(
                             volume_id, volume["status"],

@@ -131,6 +131,7 @@ def test_multiattach_legacy_and_new_do_not_mix_while_pending(api):
     _action(api, vol["id"], {"os-reserve": None})
     r = api.reserve(vol["id"], instance=INSTANCE_B)
     assert r.status_code == 400, r.text
+    assert "reserved by os-reserve" in r.text
     _action(api, vol["id"], {"os-attach": {
         "instance_uuid": INSTANCE_A, "mountpoint": "/dev/vdb"}})
     assert _status(api, vol["id"]) == "in-use"
