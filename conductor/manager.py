@@ -512,6 +512,8 @@ class ComputeTaskManager:
                 self.volume_api.roll_detaching(context, old_volume_id)
             except Exception:
                 LOG.exception("roll_detaching of %s failed", old_volume_id)
+            self._complete_volume_migration(context, None, old_volume_id, new_volume_id,
+                                            error=True)
             event.failure(error)
             notify_volume(context, "volume_swap", "error", instance, old_volume_id,
                           [bdm], new_volume_id=new_volume_id, error=error)
@@ -526,21 +528,22 @@ class ComputeTaskManager:
         notify_volume(context, "volume_swap", "end", instance, old_volume_id, [bdm],
                       new_volume_id=new_volume_id)
 
-    def _complete_volume_migration(self, context, bdm, old_volume_id, new_volume_id):
+    def _complete_volume_migration(self, context, bdm, old_volume_id, new_volume_id,
+                                   error=False):
         """A swap the volume service asked for (a retype or migration of the
         old volume, which then has a migration_status): tell it the swap is
-        done, and name in the record the volume id it keeps (Nova's
-        migrate_volume_completion and save_volume_id)."""
+        done (or failed: ``error``), and name in the record the volume id it
+        keeps (Nova's migrate_volume_completion and save_volume_id)."""
         try:
             if not self.volume_api.get(context, old_volume_id).get("migration_status"):
                 return
             saved = self.volume_api.migrate_volume_completion(
-                context, old_volume_id, new_volume_id)
+                context, old_volume_id, new_volume_id, error=error)
         except Exception:
             LOG.exception("migration completion of %s to %s failed", old_volume_id,
                           new_volume_id)
             return
-        if saved != bdm.volume_id:
+        if bdm is not None and saved != bdm.volume_id:
             bdm.volume_id = saved
             bdm.save()
 

@@ -132,3 +132,32 @@ def test_migrate_attached_volume_swaps_the_server(api, volumes,
     after = _wait_server_names(api, server_id, volume_id)
     assert (after["volumeId"], after["attach_mode"], after["device"]) == (
         volume_id, "rw", before["device"])
+
+
+def test_failed_swap_leaves_the_server_on_its_volume(api, volumes,
+                                                     admin_volumes):
+    status, body, _ = admin_volumes.create_volume_type(
+        "silver-%s" % uuid.uuid4().hex[:6], {})
+    assert status == 200, body
+    silver = body["volume_type"]["name"]
+    server_id, volume_id, before = _attached(api, volumes, "rw")
+    type_before = admin_volumes.show_volume(volume_id)[1]["volume"][
+        "volume_type"]
+    listed_before = _volume_ids(admin_volumes)
+    CONF.set_override("fail_operations", ["swap"], group="fake_driver")
+    try:
+        status, body, _ = volumes.request(
+            "POST", volumes._path("/volumes/%s/action" % volume_id),
+            {"os-retype": {"new_type": silver,
+                           "migration_policy": "on-demand"}})
+        assert status == 202, body
+        volume = _wait_migrated(admin_volumes, volume_id)
+    finally:
+        CONF.clear_override("fail_operations", group="fake_driver")
+    # the conductor rolled back and told the volume service: the target
+    # is gone, the source keeps its type and its attachment
+    assert volume["migration_status"] == "error"
+    assert volume["volume_type"] == type_before != silver
+    volumes.wait_for_volume_status(volume_id, "in-use")
+    assert _wait_server_names(api, server_id, volume_id) == before
+    assert _volume_ids(admin_volumes) == listed_before
