@@ -463,6 +463,17 @@ class VolumeAPI:
     def roll_detaching(self, ctx, volume_id):
         self._volume_action(ctx, volume_id, {"os-roll_detaching": {}})
 
+    def migrate_volume_completion(self, ctx, volume_id, new_volume_id,
+                                  error=False):
+        """os-migrate_volume_completion after a swap the volume service
+        asked for: returns the id the server's record must name."""
+        return self._request(
+            ctx, "POST", "/volumes/%s/action" % volume_id, VOLUME_MV,
+            body={"os-migrate_volume_completion": {
+                "new_volume": new_volume_id, "error": bool(error)}},
+            not_found=lambda: exception.VolumeNotFound(volume_id=volume_id)
+        ).json()["save_volume_id"]
+
     def update_readonly_flag(self, ctx, volume_id, readonly):
         self._volume_action(ctx, volume_id, {
             "os-update_readonly_flag": {"readonly": bool(readonly)}})

@@ -21,11 +21,21 @@ from oslo_log import log as logging
 
 from volattach import exception
 from volattach.volume import backend as backend_mod
+from volattach.volume import compute_client
+from volattach.volume import legacy_attach
 from volattach.volume import states
+from volattach.volume import volume_migration
 from volattach.volume.db import api as db
 from volattach.volume.db import engine as db_engine
 
 LOG = logging.getLogger(__name__)
+
+# Cinder's cap on sizes (its DB_MAX_INT).
+DB_MAX_INT = 0x7FFFFFFF
+
+# What GET /limits reports as the project's quotas: volattach-volume
+# enforces none (-1 is Cinder's "unlimited").
+UNLIMITED = -1
 
 # The names GET /os-services shows; clients filter on Cinder's binary name.
 BINARY = "cinder-volume"
@@ -64,6 +74,9 @@ class VolumeManager:
             shared_targets=conf.volume.shared_targets)
         self._service = None
         self._service_lock = threading.Lock()
+        self.legacy = legacy_attach.LegacyAttach(self)
+        self.migration = volume_migration.VolumeMigration(
+            self, compute_client.ComputeClient(conf))
 
     @property
     def backend_host(self):
@@ -108,6 +121,14 @@ class VolumeManager:
     def type_delete(self, ctx, type_id):
         _require_admin(ctx, "volume_extension:types_manage")
         self.db.write(db.type_delete, type_id)
+
+    def type_specs_set(self, ctx, type_id, specs):
+        _require_admin(ctx, "volume_extension:types_extra_specs:create")
+        return self.db.write(db.type_specs_set, type_id, specs)
+
+    def type_spec_delete(self, ctx, type_id, key):
+        _require_admin(ctx, "volume_extension:types_extra_specs:delete")
+        self.db.write(db.type_spec_delete, type_id, key)
 
     # -- volumes --------------------------------------------------------------
 
@@ -162,8 +183,66 @@ class VolumeManager:
         return self.db.read_single(db.volume_get_with_attachments,
                                    volume_id, _scope(ctx))
 
-    def volume_list(self, ctx, all_tenants=False):
-        return self.db.read_single(db.volume_list, _scope(ctx, all_tenants))
+    def volume_list(self, ctx, all_tenants=False, filters=None):
+        """Volumes, newest first; ``filters``: {column: wanted value}
+        (``metadata``: the keys and values it must have)."""
+        vols = self.db.read_single(db.volume_list, _scope(ctx, all_tenants))
+        filters = dict(filters or {})
+        metadata = filters.pop("metadata", None) or {}
+        return [v for v in vols
+                if all(str(v.get(k)) == str(want)
+                       for k, want in filters.items())
+                and all(v["metadata"].get(k) == want
+                        for k, want in metadata.items())]
+
+    def volume_summary(self, ctx, all_tenants=False):
+        return self.db.read(db.volume_summary, _scope(ctx, all_tenants))
+
+    def limits(self, ctx):
+        count, total, _ = self.db.read(db.volume_summary, ctx.project_id)
+        return {"maxTotalVolumes": UNLIMITED,
+                "maxTotalSnapshots": UNLIMITED,
+                "maxTotalVolumeGigabytes": UNLIMITED,
+                "maxTotalBackups": UNLIMITED,
+                "maxTotalBackupGigabytes": UNLIMITED,
+                "totalVolumesUsed": count, "totalGigabytesUsed": total,
+                "totalSnapshotsUsed": 0, "totalBackupsUsed": 0,
+                "totalBackupGigabytesUsed": 0}
+
+    def volume_update(self, ctx, volume_id, values):
+        """Name, description and (replaced) metadata of the volume."""
+        def update(conn):
+            vol = db.volume_get(conn, volume_id, _scope(ctx))
+            if vol["status"] == "maintenance":
+                raise exception.InvalidVolume(
+                    reason="Volume status must not be maintenance.")
+            db.volume_update(conn, volume_id, values)
+        self.db.write(update)
+        return self.volume_get(ctx, volume_id)
+
+    def volume_extend(self, ctx, volume_id, new_size):
+        def extend(conn):
+            vol = db.volume_get(conn, volume_id, _scope(ctx),
+                                for_update=True)
+            if vol["status"] != states.AVAILABLE:
+                raise exception.InvalidVolume(
+                    reason="Volume %s status must be 'available' to extend, "
+                           "but the current status is: %s."
+                           % (volume_id, vol["status"]))
+            if new_size <= vol["size"]:
+                raise exception.InvalidInput(
+                    reason="New size for extend must be greater than "
+                           "current size. (current: %s, extended: %s)."
+                           % (vol["size"], new_size))
+            db.volume_update(conn, volume_id, {"size": new_size},
+                             [states.AVAILABLE])
+        self.db.write(extend)
+
+    def volume_set_bootable(self, ctx, volume_id, bootable):
+        def update(conn):
+            db.volume_get(conn, volume_id, _scope(ctx))
+            db.volume_update(conn, volume_id, {"bootable": bootable})
+        self.db.write(update)
 
     def volume_delete(self, ctx, volume_id):
         def delete(conn):
@@ -175,7 +254,8 @@ class VolumeManager:
 
     def volume_set_readonly(self, ctx, volume_id, readonly):
         def update(conn):
-            if db.volume_update(conn, volume_id, {"readonly": readonly},
+            if db.volume_update(conn, volume_id,
+                                {"readonly": readonly, "readonly_set": True},
                                 [states.AVAILABLE], _scope(ctx)):
                 return
             vol = db.volume_get(conn, volume_id, _scope(ctx))
@@ -271,6 +351,11 @@ class VolumeManager:
                         in states.SAME_INSTANCE_RESERVABLE
                         and db.attachment_exists(conn, volume_id,
                                                  instance_uuid)):
+                    if db.legacy_pending(conn, volume_id):
+                        raise exception.InvalidVolume(
+                            reason="Volume %s is reserved by os-reserve: "
+                                   "os-attach or os-unreserve it first."
+                                   % volume_id)
                     raise exception.InvalidVolume(
                         reason=states.reserve_refused(
                             volume_id, volume["status"],
@@ -299,7 +384,11 @@ class VolumeManager:
 
     def attachment_update(self, ctx, attachment_id, connector):
         """Connect a reserved attachment to the host of ``connector``."""
-        self.backend.check_connector(connector)
+        try:
+            self.backend.check_connector(connector)
+        except exception.Invalid:
+            self.attachment_get(ctx, attachment_id)   # unknown: 404 first
+            raise
 
         def update(conn):
             attachment, volume = db.attachment_lock(conn, attachment_id,

@@ -5,19 +5,26 @@ Every resource is served both with and without the project id in the path
 middleware checks and drops ``project_id`` before the handler runs.
 """
 from volattach.volume.handlers import attachments
+from volattach.volume.handlers import extra_specs
+from volattach.volume.handlers import limits
 from volattach.volume.handlers import services
 from volattach.volume.handlers import types
 from volattach.volume.handlers import versions
+from volattach.volume.handlers import volume_actions
 from volattach.volume.handlers import volumes
 
 # (path under /v3[/{project_id}], handler class)
 ROUTES = [
     ("/volumes", volumes.Collection),
     ("/volumes/detail", volumes.Detail),
+    ("/volumes/summary", volumes.Summary),
     ("/volumes/{volume_id}", volumes.Item),
-    ("/volumes/{volume_id}/action", volumes.Action),
+    ("/volumes/{volume_id}/action", volume_actions.Action),
     ("/types", types.Collection),
     ("/types/{type_id}", types.Item),
+    ("/types/{type_id}/extra_specs", extra_specs.Collection),
+    ("/types/{type_id}/extra_specs/{key}", extra_specs.Item),
+    ("/limits", limits.Limits),
     ("/attachments", attachments.Collection),
     ("/attachments/detail", attachments.Detail),
     ("/attachments/{attachment_id}", attachments.Item),

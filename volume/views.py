@@ -34,6 +34,14 @@ def volume_summary(vol, prefix):
             "links": _links(prefix, vol["project_id"], vol["id"])}
 
 
+def volume_summary_totals(count, total_size, metadata, with_metadata):
+    """GET /volumes/summary (3.12; ``metadata`` from 3.36)."""
+    summary = {"total_count": count, "total_size": total_size}
+    if with_metadata:
+        summary["metadata"] = metadata
+    return {"volume-summary": summary}
+
+
 def volume_attachment(att):
     """One completed attachment inside the volume view."""
     return {
@@ -49,10 +57,11 @@ def volume_attachment(att):
 
 def _metadata(vol):
     """The volume's metadata; like Cinder, the read-only flag shows there as
-    ``readonly: "True"`` (what `openstack volume show` lists)."""
+    ``readonly: "True"`` (what `openstack volume show` lists), and as
+    ``"False"`` once the flag was set back."""
     metadata = dict(vol["metadata"] or {})
-    if vol.get("readonly"):
-        metadata["readonly"] = "True"
+    if vol.get("readonly") or vol.get("readonly_set"):
+        metadata["readonly"] = "True" if vol.get("readonly") else "False"
     return metadata
 
 

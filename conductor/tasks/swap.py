@@ -42,6 +42,8 @@ class SwapVolumeTask(base.TaskBase):
                 self.volume_api.roll_detaching(context, old_volume_id)
             except Exception:
                 LOG.exception("roll_detaching of %s failed", old_volume_id)
+            self._complete_volume_migration(context, None, old_volume_id, new_volume_id,
+                                            error=True)
             event.failure(error)
             notify_volume(context, "volume_swap", "error", instance, old_volume_id,
                           [bdm], new_volume_id=new_volume_id, error=error)
@@ -51,6 +53,26 @@ class SwapVolumeTask(base.TaskBase):
         bdm.set_connection_info(new_connection_info)
         bdm.save()
         self._cleanup_attachment(context, old_attachment_id)
+        self._complete_volume_migration(context, bdm, old_volume_id, new_volume_id)
         event.success()
         notify_volume(context, "volume_swap", "end", instance, old_volume_id, [bdm],
                       new_volume_id=new_volume_id)
+
+    def _complete_volume_migration(self, context, bdm, old_volume_id, new_volume_id,
+                                   error=False):
+        """A swap the volume service asked for (a retype or migration of the
+        old volume, which then has a migration_status): tell it the swap is
+        done (or failed: ``error``), and name in the record the volume id it
+        keeps (Nova's migrate_volume_completion and save_volume_id)."""
+        try:
+            if not self.volume_api.get(context, old_volume_id).get("migration_status"):
+                return
+            saved = self.volume_api.migrate_volume_completion(
+                context, old_volume_id, new_volume_id, error=error)
+        except Exception:
+            LOG.exception("migration completion of %s to %s failed", old_volume_id,
+                          new_volume_id)
+            return
+        if bdm is not None and saved != bdm.volume_id:
+            bdm.volume_id = saved
+            bdm.save()

@@ -9,7 +9,7 @@ as the new attach API spec asks.
 import datetime
 
 from sqlalchemy import (Boolean, DateTime, ForeignKey, Integer, String, Text,
-                        UniqueConstraint, Index)
+                        UniqueConstraint, Index, false)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -98,6 +98,10 @@ class Volume(Base):
                                               default=False)
     readonly: Mapped[bool] = mapped_column(Boolean, nullable=False,
                                            default=False)
+    # os-update_readonly_flag was called: metadata shows readonly either way
+    readonly_set: Mapped[bool] = mapped_column(Boolean, nullable=False,
+                                               default=False,
+                                               server_default=false())
     shared_targets: Mapped[bool] = mapped_column(Boolean, nullable=False,
                                                  default=False)
     bootable: Mapped[bool] = mapped_column(Boolean, nullable=False,
@@ -130,6 +134,10 @@ class VolumeAttachment(Base):
     mountpoint: Mapped[str | None] = mapped_column(String(255))
     attach_status: Mapped[str] = mapped_column(String(255), nullable=False)
     attach_mode: Mapped[str | None] = mapped_column(String(2))
+    # Made by the attach actions from before 3.27 (os-reserve, os-attach).
+    legacy: Mapped[bool] = mapped_column(Boolean, nullable=False,
+                                         default=False,
+                                         server_default=false())
     connection_info: Mapped[str | None] = mapped_column(Text)
     attach_time: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     detach_time: Mapped[datetime.datetime | None] = mapped_column(DateTime)

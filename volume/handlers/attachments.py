@@ -8,16 +8,38 @@ are the fresh state (Cinder's PUT body is stale; ours is not).
 import falcon
 
 from volattach import exception
+from volattach.volume import listing
 from volattach.volume import microversion as mv
 from volattach.volume import views
 from volattach.volume.handlers import body, context, flag, require_version, version
 from volattach.volume.schemas import attachments as schemas
 
 
-def _list_filters(req):
-    return {"volume_id": req.get_param("volume_id"),
-            "instance_id": req.get_param("instance_id"),
-            "all_tenants": flag(req, "all_tenants")}
+_SORT_KEYS = ("id", "volume_id", "instance_uuid", "attach_status",
+              "created_at", "updated_at", "attach_time")
+
+
+def _listed(manager, req, detail=False):
+    """The attachments the query asks for: filtered by ``volume_id``,
+    ``instance_id`` and ``status``, sorted and paged (Cinder's
+    attachment lists have no links)."""
+    limit = listing.limit_param(req.get_param("limit"))
+    sorted_by = [req.get_param(p) for p in ("sort", "sort_key", "sort_dir")]
+    keys = listing.sort_params(*sorted_by,
+                               allowed=_SORT_KEYS + ("status", "instance_id"))
+    sorted_by = any(sorted_by)
+    renamed = {"status": "attach_status", "instance_id": "instance_uuid"}
+    keys = [(renamed.get(k, k), d) for k, d in keys]
+    items = manager.attachment_list(
+        context(req), detail=detail, volume_id=req.get_param("volume_id"),
+        instance_id=req.get_param("instance_id"),
+        all_tenants=flag(req, "all_tenants"))
+    status = req.get_param("status")
+    if status is not None:
+        items = [a for a in items if a["attach_status"] == status]
+    if sorted_by:               # else oldest first, as before
+        items = listing.sort_items(items, keys)
+    return listing.page(items, req.get_param("marker"), limit)
 
 
 class Collection:
@@ -26,8 +48,7 @@ class Collection:
 
     def on_get(self, req, resp):
         require_version(req, mv.NEW_ATTACH)
-        items = self.manager.attachment_list(context(req),
-                                             **_list_filters(req))
+        items = _listed(self.manager, req)
         resp.media = {"attachments": [views.attachment_summary(a)
                                       for a in items]}
 
@@ -50,8 +71,7 @@ class Detail:
 
     def on_get(self, req, resp):
         require_version(req, mv.NEW_ATTACH)
-        items = self.manager.attachment_list(context(req), detail=True,
-                                             **_list_filters(req))
+        items = _listed(self.manager, req, detail=True)
         resp.media = {"attachments": [views.attachment_detail(a)
                                       for a in items]}
 
@@ -67,7 +87,13 @@ class Item:
 
     def on_put(self, req, resp, attachment_id):
         require_version(req, mv.NEW_ATTACH)
-        data = body(req, schemas.update)["attachment"]
+        try:
+            data = body(req, schemas.update)["attachment"]
+        except exception.Invalid:
+            # Cinder looks the attachment up first: unknown is 404,
+            # whatever the body (a good body finds out below, for free).
+            self.manager.attachment_get(context(req), attachment_id)
+            raise
         attachment = self.manager.attachment_update(
             context(req), attachment_id, data["connector"])
         resp.media = {"attachment": views.attachment_detail(attachment)}

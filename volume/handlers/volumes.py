@@ -1,14 +1,29 @@
-"""/volumes: create, list (summary and detail), show, delete, and the
-volume actions the attach flow and admins use."""
+"""/volumes: create, list (summary, detail, totals), show, update, delete.
+
+The lists filter on ``name``, ``status``, ``metadata``, ``bootable`` and
+``availability_zone``, sort (``sort``, or ``sort_key``/``sort_dir``) and
+page (``marker``, ``limit``, with Cinder's ``volumes_links``).  The volume
+actions are in ``volume_actions``.
+"""
 import falcon
 from oslo_utils import strutils
 
 from volattach import exception
-from volattach.volume import states
-from volattach.volume import validation
+from volattach.volume import listing
+from volattach.volume import manager as manager_mod
+from volattach.volume import microversion as mv
 from volattach.volume import views
 from volattach.volume.handlers import body, context, flag, version
 from volattach.volume.schemas import volumes as schemas
+
+VOLUME_SUMMARY = mv.Version(3, 12)
+SUMMARY_METADATA = mv.Version(3, 36)
+
+# Query parameters that filter the lists, and the column each one reads.
+_FILTERS = {"name": "name", "display_name": "name", "status": "status",
+            "bootable": "bootable", "availability_zone": "availability_zone"}
+_SORT_KEYS = ("id", "name", "display_name", "status", "size", "created_at",
+              "updated_at", "availability_zone", "bootable")
 
 
 def _detail(req, vol, admin_attributes=True):
@@ -17,23 +32,62 @@ def _detail(req, vol, admin_attributes=True):
                                admin_attributes=admin_attributes)
 
 
+def checked_size(value, field="size"):
+    """A size from a body already checked by its schema: an integer from 1
+    to Cinder's DB_MAX_INT (a string of digits may be any length)."""
+    size = int(value)
+    if size < 1:
+        raise exception.ValidationError(
+            "Invalid input for field/attribute %s. Value: %s. %s is less "
+            "than the minimum of 1" % (field, value, value))
+    if size > manager_mod.DB_MAX_INT:
+        raise exception.ValidationError(
+            "Invalid input for field/attribute %s. Value: %s. %s is greater "
+            "than the maximum of %d" % (field, value, value,
+                                        manager_mod.DB_MAX_INT))
+    return size
+
+
+def _listed(req, manager):
+    """The page of volumes the query asks for, and its next link."""
+    filters = {}
+    for param, column in _FILTERS.items():
+        value = req.get_param(param)
+        if value is not None:
+            if column == "bootable":
+                value = value.strip().lower() in ("1", "true", "yes", "t")
+            filters[column] = value
+    metadata = listing.metadata_param(req.get_param("metadata"))
+    if metadata:
+        filters["metadata"] = metadata
+    limit = listing.limit_param(req.get_param("limit"))
+    keys = listing.sort_params(req.get_param("sort"),
+                               req.get_param("sort_key"),
+                               req.get_param("sort_dir"), _SORT_KEYS)
+    keys = [("name" if k == "display_name" else k, d) for k, d in keys]
+    vols = manager.volume_list(context(req),
+                               all_tenants=flag(req, "all_tenants"),
+                               filters=filters)
+    vols = listing.page(listing.sort_items(vols, keys),
+                        req.get_param("marker"), limit)
+    links = listing.next_link(req.prefix + req.path, req.params, vols, limit)
+    return vols, links
+
+
 class Collection:
     def __init__(self, manager):
         self.manager = manager
 
     def on_get(self, req, resp):
-        vols = self.manager.volume_list(context(req),
-                                        all_tenants=flag(req, "all_tenants"))
+        vols, links = _listed(req, self.manager)
         resp.media = {"volumes": [views.volume_summary(v, req.prefix)
                                   for v in vols]}
+        if links:
+            resp.media["volumes_links"] = links
 
     def on_post(self, req, resp):
         data = body(req, schemas.create)["volume"]
-        size = int(data["size"])
-        if size < 1:
-            raise exception.ValidationError(
-                "Invalid input for field/attribute size. Value: %s. %s is "
-                "less than the minimum of 1" % (data["size"], data["size"]))
+        size = checked_size(data["size"])
         vol = self.manager.volume_create(
             context(req), size,
             name=data.get("name", data.get("display_name")),
@@ -52,9 +106,25 @@ class Detail:
         self.manager = manager
 
     def on_get(self, req, resp):
-        vols = self.manager.volume_list(context(req),
-                                        all_tenants=flag(req, "all_tenants"))
+        vols, links = _listed(req, self.manager)
         resp.media = {"volumes": [_detail(req, v) for v in vols]}
+        if links:
+            resp.media["volumes_links"] = links
+
+
+class Summary:
+    """GET /volumes/summary (3.12); below, "summary" is a volume id."""
+
+    def __init__(self, manager):
+        self.manager = manager
+
+    def on_get(self, req, resp):
+        if version(req) < VOLUME_SUMMARY:
+            raise exception.VolumeNotFound(volume_id="summary")
+        count, total, metadata = self.manager.volume_summary(
+            context(req), all_tenants=flag(req, "all_tenants"))
+        resp.media = views.volume_summary_totals(
+            count, total, metadata, version(req) >= SUMMARY_METADATA)
 
 
 class Item:
@@ -65,55 +135,20 @@ class Item:
         vol = self.manager.volume_get(context(req), volume_id)
         resp.media = {"volume": _detail(req, vol)}
 
+    def on_put(self, req, resp, volume_id):
+        data = body(req, schemas.update)["volume"]
+        values = {}
+        for column, keys in (("name", ("name", "display_name")),
+                             ("description", ("description",
+                                              "display_description"))):
+            for key in keys:
+                if key in data:
+                    values[column] = data[key]
+        if data.get("metadata") is not None:
+            values["metadata"] = data["metadata"]
+        vol = self.manager.volume_update(context(req), volume_id, values)
+        resp.media = {"volume": _detail(req, vol)}
+
     def on_delete(self, req, resp, volume_id):
         self.manager.volume_delete(context(req), volume_id)
         resp.status = falcon.HTTP_202
-
-
-class Action:
-    """POST /volumes/{id}/action: one action per body, answered 202."""
-
-    def __init__(self, manager):
-        self.manager = manager
-        self.actions = {
-            "os-update_readonly_flag": self._update_readonly_flag,
-            "os-begin_detaching": self._begin_detaching,
-            "os-roll_detaching": self._roll_detaching,
-            "os-reset_status": self._reset_status,
-        }
-
-    def on_post(self, req, resp, volume_id):
-        data = req.get_media(default_when_empty=None)
-        if not isinstance(data, dict) or len(data) != 1:
-            raise exception.InvalidInput(
-                message="Malformed request body")
-        name = next(iter(data))
-        action = self.actions.get(name)
-        if action is None:
-            raise exception.InvalidInput(
-                message="There is no such action: %s" % name)
-        action(req, volume_id, data)
-        resp.status = falcon.HTTP_202
-
-    def _update_readonly_flag(self, req, volume_id, data):
-        validation.validate(schemas.update_readonly_flag, data)
-        readonly = strutils.bool_from_string(
-            data["os-update_readonly_flag"]["readonly"], strict=True)
-        self.manager.volume_set_readonly(context(req), volume_id, readonly)
-
-    def _begin_detaching(self, req, volume_id, data):
-        self.manager.volume_begin_detaching(context(req), volume_id)
-
-    def _roll_detaching(self, req, volume_id, data):
-        self.manager.volume_roll_detaching(context(req), volume_id)
-
-    def _reset_status(self, req, volume_id, data):
-        validation.validate(schemas.reset_status, data)
-        args = data["os-reset_status"]
-        status = args.get("status")
-        if status is not None and status not in states.RESETTABLE:
-            raise exception.InvalidInput(
-                reason="Status %s is not a valid volume status." % status)
-        self.manager.volume_reset_status(
-            context(req), volume_id, status=status,
-            migration_status=args.get("migration_status"))

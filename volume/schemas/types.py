@@ -1,5 +1,11 @@
 """Request bodies of /types."""
 
+_SPEC_KEY = "^[a-zA-Z0-9-_:. /]{1,255}$"
+_specs = {"type": "object",
+          "patternProperties": {_SPEC_KEY: {"type": "string",
+                                            "maxLength": 255}},
+          "additionalProperties": False}
+
 create = {
     "type": "object",
     "properties": {
@@ -10,13 +16,7 @@ create = {
                          "pattern": r"^(?!\s)(?!.*\s$).*$"},
                 "description": {"type": ["string", "null"],
                                 "maxLength": 255},
-                "extra_specs": {
-                    "type": "object",
-                    "patternProperties": {
-                        "^[a-zA-Z0-9-_:. /]{1,255}$": {
-                            "type": "string", "maxLength": 255}},
-                    "additionalProperties": False,
-                },
+                "extra_specs": _specs,
                 "os-volume-type-access:is_public": {
                     "type": ["boolean", "string"]},
             },
@@ -27,3 +27,13 @@ create = {
     "required": ["volume_type"],
     "additionalProperties": False,
 }
+
+extra_specs_create = {
+    "type": "object",
+    "properties": {"extra_specs": _specs},
+    "required": ["extra_specs"],
+    "additionalProperties": False,
+}
+
+# PUT /types/{id}/extra_specs/{key}: {key: value}
+extra_spec_update = dict(_specs, minProperties=1)

@@ -361,7 +361,9 @@ def test_readonly_volume_attaches_ro(api):
     api.delete("/attachments/%s" % att["id"])
     api.post("/volumes/%s/action" % vol["id"],
              {"os-update_readonly_flag": {"readonly": False}})
-    assert "readonly" not in api.get("/volumes/%s" % vol["id"]).json["volume"]["metadata"]
+    # Cinder keeps the key once set: "readonly": "False"
+    assert api.get("/volumes/%s" % vol["id"]).json["volume"]["metadata"] == {
+        "readonly": "False"}
     r = api.reserve(vol["id"], connector=connector(mode="rw"))
     assert r.json["attachment"]["attach_mode"] == "rw"
 

@@ -1,0 +1,103 @@
+"""Queries of volume types and their extra specs."""
+import uuid
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from volattach import exception
+from volattach.volume.db.common import (DEFAULT_TYPE_NAME, _dict,
+                                        extra_specs, utcnow, volume_types,
+                                        volumes)
+
+def _with_specs(conn, rows):
+    rows = [_dict(r) for r in rows]
+    if not rows:
+        return rows
+    specs = {}
+    query = sa.select(extra_specs).where(
+        extra_specs.c.volume_type_id.in_([r["id"] for r in rows]))
+    for spec in conn.execute(query):
+        specs.setdefault(spec.volume_type_id, {})[spec.key] = spec.value
+    for row in rows:
+        row["extra_specs"] = specs.get(row["id"], {})
+    return rows
+
+
+def type_create(conn, name, description=None, is_public=True,
+                specs=None, type_id=None):
+    type_id = type_id or str(uuid.uuid4())
+    try:
+        with conn.begin_nested():
+            conn.execute(sa.insert(volume_types).values(
+                id=type_id, name=name, description=description,
+                is_public=is_public, created_at=utcnow()))
+    except sa_exc.IntegrityError:
+        raise exception.VolumeTypeExists(name=name)
+    for key, value in (specs or {}).items():
+        conn.execute(sa.insert(extra_specs).values(
+            volume_type_id=type_id, key=key, value=value))
+    return type_get(conn, type_id)
+
+
+def type_get(conn, id_or_name):
+    """A type by id, else by name (``default`` is the default type)."""
+    if id_or_name == "default":
+        id_or_name = DEFAULT_TYPE_NAME
+    rows = conn.execute(sa.select(volume_types).where(
+        volume_types.c.id == id_or_name)).all()
+    if not rows:
+        rows = conn.execute(sa.select(volume_types).where(
+            volume_types.c.name == id_or_name)).all()
+    if not rows:
+        raise exception.VolumeTypeNotFound(volume_type_id=id_or_name)
+    return _with_specs(conn, rows)[0]
+
+
+def type_list(conn, include_private=False):
+    query = sa.select(volume_types).order_by(volume_types.c.created_at,
+                                             volume_types.c.name)
+    if not include_private:
+        query = query.where(volume_types.c.is_public == sa.true())
+    return _with_specs(conn, conn.execute(query).all())
+
+
+def type_delete(conn, type_id):
+    vtype = type_get(conn, type_id)
+    if vtype["name"] == DEFAULT_TYPE_NAME:
+        raise exception.InvalidInput(
+            reason="Default volume type can not be deleted.")
+    in_use = conn.execute(sa.select(sa.func.count()).select_from(volumes)
+                          .where(volumes.c.volume_type_id == vtype["id"]))
+    if in_use.scalar():
+        raise exception.VolumeTypeInUse(volume_type_id=vtype["id"])
+    conn.execute(sa.delete(extra_specs).where(
+        extra_specs.c.volume_type_id == vtype["id"]))
+    conn.execute(sa.delete(volume_types).where(
+        volume_types.c.id == vtype["id"]))
+
+
+
+def type_specs_set(conn, type_id, specs):
+    """Add or replace extra specs of the type; returns ``specs``."""
+    vtype = type_get(conn, type_id)
+    for key, value in specs.items():
+        changed = conn.execute(sa.update(extra_specs).where(
+            extra_specs.c.volume_type_id == vtype["id"],
+            extra_specs.c.key == key).values(value=value)).rowcount
+        if not changed:
+            conn.execute(sa.insert(extra_specs).values(
+                volume_type_id=vtype["id"], key=key, value=value))
+    conn.execute(sa.update(volume_types).where(
+        volume_types.c.id == vtype["id"]).values(updated_at=utcnow()))
+    return specs
+
+
+def type_spec_delete(conn, type_id, key):
+    vtype = type_get(conn, type_id)
+    deleted = conn.execute(sa.delete(extra_specs).where(
+        extra_specs.c.volume_type_id == vtype["id"],
+        extra_specs.c.key == key)).rowcount
+    if not deleted:
+        raise exception.NotFound(
+            "Volume Type %s has no extra specs with key %s."
+            % (vtype["id"], key))
