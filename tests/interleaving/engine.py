@@ -53,6 +53,8 @@ class Counts:
     statuses: collections.Counter = dataclasses.field(
         default_factory=collections.Counter)
     server_errors: int = 0
+    by_operation: collections.Counter = dataclasses.field(
+        default_factory=collections.Counter)
 
     def line(self):
         codes = ", ".join("%s %d" % kv for kv in sorted(self.statuses.items()))
@@ -61,6 +63,10 @@ class Counts:
                     self.operations, self.interleavings,
                     self.invariant_checks, self.setup_requests,
                     self.server_errors, codes))
+
+    def operations_line(self):
+        return ", ".join("%s %s: %d" % (name, status, n) for (name, status), n
+                         in sorted(self.by_operation.items()))
 
 
 class Clients(threading.local):
@@ -112,6 +118,7 @@ class Run:
         self.step_no = 0
         self._lock = threading.Lock()
         self.tag = uuid.uuid4().hex[:6]
+        self._focus_server = self._focus_volume = None
 
     # -- requests -------------------------------------------------------
 
@@ -312,9 +319,13 @@ class Run:
                                   and self._root(snap, s) == v))
         name = rng.choice(OPERATIONS)
         server = rng.choice(servers) if servers else None
+        if self._focus_server in snap.servers and rng.random() < 0.6:
+            server = self._focus_server
         if name.startswith("attach"):
             pick = available if available and rng.random() < 0.7 else volumes
             volume = rng.choice(pick) if pick else None
+            if self._focus_volume in snap.volumes and rng.random() < 0.5:
+                volume = self._focus_volume
             if server is None or volume is None:
                 return None
             return self._attach_op(name, server, volume)
@@ -322,6 +333,9 @@ class Run:
             if not attached:
                 return None
             server, volume = rng.choice(attached)
+            mine = [a for a in attached if a[0] == self._focus_server]
+            if mine and rng.random() < 0.6:
+                server, volume = rng.choice(mine)
             if name == "detach":
                 return (name, "detach(%s, %s)" % (server, volume),
                         lambda c: c.api.detach_volume(server, volume,
@@ -335,6 +349,8 @@ class Run:
                             server, volume), body, microversion="2.1"))
         if name == "delete_volume":
             volume = rng.choice(volumes) if volumes else None
+            if self._focus_volume in snap.volumes and rng.random() < 0.5:
+                volume = self._focus_volume
             if volume is None:
                 return None
             return (name, "delete_volume(%s)" % volume,
@@ -391,7 +407,12 @@ class Run:
                                               microversion=version, **fields))
 
     def plan(self, snap):
+        """A batch of 2 to ``width`` operations; most of them aim at one
+        server and one volume of the batch, to make them race."""
         size = self.rng.randint(2, self.width)
+        servers, volumes = sorted(snap.servers), sorted(snap.volumes)
+        self._focus_server = self.rng.choice(servers) if servers else None
+        self._focus_volume = self.rng.choice(volumes) if volumes else None
         batch = []
         for _ in range(size * 3):
             if len(batch) == size:
@@ -419,6 +440,8 @@ class Run:
                 return
             results[index] = (text, status)
             self._count(status, "%s -> %s" % (text, body))
+            with self._lock:
+                self.counts.by_operation[(name, status)] += 1
 
         threads = [threading.Thread(target=worker, args=(i, op), daemon=True)
                    for i, op in enumerate(batch)]

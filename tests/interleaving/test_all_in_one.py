@@ -66,7 +66,8 @@ def test_interleavings_keep_the_invariants(deployment, seed, tmp_path):
                      settle_timeout=30)
     run.run(steps=STEPS)
     code, findings, result = manage_dry_run(tmp_path)
-    print("interleaving seed %s: %s" % (seed, run.counts.line()))
+    print("interleaving seed %s: %s\n  %s" % (seed, run.counts.line(),
+                                             run.counts.operations_line()))
     assert code == 0, result.stdout + result.stderr
     assert run.counts.operations >= 2 * min(STEPS, run.step_no)
     if not run.violations:
