@@ -3,6 +3,8 @@ after round, on the all-in-one deployment: an attach racing the delete
 of its server, and a detach racing a live migration of its server.  The
 invariants are those of ``engine.py``; each round starts from a fresh
 server and volume."""
+import time
+
 import pytest
 
 from tests.interleaving import engine
@@ -30,23 +32,30 @@ def _migrate_and_detach(run, snap, server, volume):
     assert status == 200, body
     run.clients.volumes.wait_for_volume_status(volume, "in-use")
     body = {"os-migrateLive": {"host": None, "block_migration": "auto"}}
+    # the detach lands somewhere in the migration, a little later each
+    # round: the window is a few milliseconds wide
+    delay = (run.step_no % 8) * 0.004
+
+    def detach(c):
+        time.sleep(delay)
+        return c.api.detach_volume(server, volume)
     return [
         ("live_migrate", "live_migrate(%s)" % server,
          lambda c: c.admin.request("POST", "/servers/%s/action" % server,
                                    body, microversion="2.25")),
-        ("detach", "detach(%s, %s)" % (server, volume),
-         lambda c: c.api.detach_volume(server, volume)),
+        ("detach", "detach(%s, %s) after %.3fs" % (server, volume, delay),
+         detach),
     ]
 
 
-def _run(deployment, seed, batch):
+def _run(deployment, seed, batch, rounds=ROUNDS):
     run = engine.Run(deployment.api_url, deployment.volume_url, seed,
                      test_all_in_one._inproc_dry_run, servers=0, volumes=0,
                      settle_timeout=20)
-    run.race(batch, ROUNDS)
+    run.race(batch, rounds)
     print("race seed %s: %s\n  %s" % (seed, run.counts.line(),
                                        run.counts.operations_line()))
-    assert run.counts.interleavings == ROUNDS or run.violations
+    assert run.counts.interleavings == rounds or run.violations
     return run
 
 
@@ -71,5 +80,5 @@ def test_attach_racing_server_delete_leaves_nothing(deployment, version):
 @MIGRATE_RACE
 @pytest.mark.timeout(240)
 def test_detach_racing_live_migration_leaves_nothing(deployment):
-    run = _run(deployment, 1322, _migrate_and_detach)
+    run = _run(deployment, 1322, _migrate_and_detach, rounds=16)
     assert not run.violations, run.describe_violations()
