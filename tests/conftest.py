@@ -22,6 +22,10 @@ MARKERS = (
     "postgres: needs PostgreSQL (VOLATTACH_TEST_PG_URL)",
     "conformance: compares volattach with a real Cinder 29 that it installs "
     "from PyPI into .ci-state/cinder-venv and runs on loopback",
+    "interleaving: seeded concurrent operations on shared servers and "
+    "volumes, invariants checked after every batch (tests/interleaving)",
+    "fuzz: schema-driven and protocol-level fuzzing of both APIs "
+    "(tests/fuzz)",
 )
 
 
