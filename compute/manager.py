@@ -12,7 +12,7 @@ of a volume run under the lock of its target (after the instance lock, one
 target lock at a time), and a shared target is disconnected only by the
 last attachment of this host that uses it.  ``HostConnections.rebuild``
 recounts them from the block-device mappings when the service starts
-(``volattach.launch``).
+(``compute.service.ComputeService``).
 """
 import logging
 import uuid as uuidlib
