@@ -320,7 +320,8 @@ class Deployment:
             "api": {"listen": "127.0.0.1", "port": self.api_port,
                     "workers": 2, "threads": 2},
             "volume": {"listen": "127.0.0.1", "port": self.volume_port,
-                       "workers": 1, "connection": self.volume_database_url},
+                       "workers": 1, "connection": self.volume_database_url,
+                       "compute_endpoint": f"{self.api_url}/v2.1"},
             "cinder": {"endpoint": f"{self.volume_url}/v3",
                        "retry_seconds": 10},
         })
