@@ -11,6 +11,8 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from volattach import embedded_server
+
 CONF = cfg.CONF
 
 DEFAULT_TRANSPORT_URL = "rabbit://guest:guest@127.0.0.1:5672/"
@@ -224,6 +226,7 @@ _GROUPS = [
     ("upgrade_levels", upgrade_levels_opts),
     ("volume", volume_opts),
     ("all", all_opts),
+    ("wsgi", embedded_server.wsgi_opts),
 ]
 
 
