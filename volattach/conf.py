@@ -18,7 +18,7 @@ CONF = cfg.CONF
 DEFAULT_TRANSPORT_URL = "rabbit://guest:guest@127.0.0.1:5672/"
 # volattach-all's bus when transport_url is not set: the in-process
 # oslo.messaging driver (rpc/inproc.py; "kombu+memory:////" still selects
-# kombu's in-memory transport, rpc/memory.py)
+# kombu's in-memory transport)
 MEMORY_TRANSPORT_URL = "volattach-inproc://"
 
 default_opts = [
