@@ -159,10 +159,10 @@ def instrument(counters):
     from volattach.volume import cinder
     orig_send = cinder.VolumeAPI._send_once
 
-    def send_once(self, method, url, kwargs, retry_busy_multiattach):
+    def send_once(self, method, url, *args, **kwargs):
         counters.count("volume HTTP sent: %s %s" % (method, route_of(
-            re.sub(r"^https?://[^/]+", "", url))))
-        return orig_send(self, method, url, kwargs, retry_busy_multiattach)
+            re.sub(r"^https?://[^/]+", "", url.partition("?")[0]))))
+        return orig_send(self, method, url, *args, **kwargs)
     cinder.VolumeAPI._send_once = send_once
 
     # every object here is a VolattachObject (objects.base), which

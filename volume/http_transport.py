@@ -21,6 +21,7 @@ import json
 import os
 import socket
 import ssl
+import threading
 import urllib.parse
 import urllib.request
 import weakref
@@ -115,15 +116,29 @@ class Transport:
         }
         self._group = group
         self._tls = None
-        self._managers = {}   # proxy URL or None -> manager
+        self._managers = {}   # (proxy URL or None, scheme) -> manager
+        self._by_origin = {}  # (scheme, host:port) -> manager
+        self._lock = threading.Lock()
         _TRANSPORTS.add(self)
 
     def _manager(self, url):
+        scheme, netloc = url.split("/", 3)[0:3:2]
+        key = (scheme, netloc)
+        try:
+            return self._by_origin[key]
+        except KeyError:
+            pass
+        with self._lock:
+            return self._new_manager(url, key)
+
+    def _new_manager(self, url, key):
+        # The environment is read once per origin: it does not change
+        # while a daemon runs, and scanning it costs more than a request.
         parts = urllib.parse.urlsplit(url)
         proxy = None
         if not urllib.request.proxy_bypass_environment(parts.hostname or ""):
             proxy = urllib.request.getproxies_environment().get(parts.scheme)
-        manager = self._managers.get(proxy)
+        manager = self._managers.get((proxy, parts.scheme))
         if manager is None:
             kwargs = dict(self._pool_kw)
             if parts.scheme == "https":
@@ -134,7 +149,8 @@ class Transport:
                 manager = urllib3.ProxyManager(proxy, **kwargs)
             else:
                 manager = urllib3.PoolManager(**kwargs)
-            self._managers[proxy] = manager
+            self._managers[(proxy, parts.scheme)] = manager
+        self._by_origin[key] = manager
         return manager
 
     def request(self, method, url, headers, body=None):

@@ -67,7 +67,8 @@ class _VolumeHandler(http.server.BaseHTTPRequestHandler):
         path = parts.path
         with server.lock:
             server.requests.append((method, path, dict(
-                self.headers, client_port=self.client_address[1])))
+                self.headers, client_port=self.client_address[1],
+                target=self.path)))
             drop = next((d for d in server.drop
                          if d[0] == method and path.startswith(d[1])), None)
             if drop:
@@ -181,7 +182,25 @@ def test_connection_is_kept_alive(volume_service):
     assert len(volume_service.requests) == 3 and len(ports) == 1
 
 
-def test_not_sent_and_maybe_sent_are_told_apart():
+def test_environment_proxy_is_used_unless_no_proxy(volume_service,
+                                                   monkeypatch):
+    for name in ("http_proxy", "HTTP_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:%d"
+                       % volume_service.server_address[1])
+    api = cinder.VolumeAPI(make_conf("http://volume.invalid:8776/v3"))
+    assert api.get(USER_CTX, "v1")["id"] == "v1"
+    (_m, path, headers), = volume_service.requests
+    assert headers["target"] == "http://volume.invalid:8776/v3/p1/volumes/v1"
+    monkeypatch.setenv("no_proxy", "volume.invalid")
+    api = cinder.VolumeAPI(make_conf("http://volume.invalid:8776/v3",
+                                     retry_seconds=0))
+    with pytest.raises(exception.CinderConnectionFailed):
+        api.get(USER_CTX, "v1")
+    assert len(volume_service.requests) == 1
+
+
+def test_refused_connection_is_not_sent():
     transport = http_transport.Transport(make_conf("http://x").cinder)
     with pytest.raises(http_transport.NotSent):
         transport.request("POST", "http://127.0.0.1:9/v3", {}, b"{}")
