@@ -95,12 +95,16 @@ class Channel(waitress_channel.HTTPChannel):
     head_started = None
 
     def received(self, data):
+        now = time.monotonic()
         if self.head_started is None and data:
-            self.head_started = time.monotonic()
+            self.head_started = now
+        before = self.request
         result = super().received(data)
         request = self.request
         if request is None or request.headers_finished:
             self.head_started = None
+        elif before is not None and request is not before:
+            self.head_started = now   # a pipelined request's head began
         return result
 
     def writable(self):

@@ -117,21 +117,32 @@ class Transport:
         self._group = group
         self._tls = None
         self._managers = {}   # (proxy URL or None, scheme) -> manager
-        self._by_origin = {}  # (scheme, host:port) -> manager
+        self._by_origin = {}  # (scheme, host:port) -> (pool, direct)
         self._lock = threading.Lock()
         _TRANSPORTS.add(self)
 
-    def _manager(self, url):
+    def _pool(self, url):
+        """The connection pool of ``url``'s origin, and the request target
+        to send it: the path for a direct connection, the URL for a
+        proxy."""
         scheme, netloc = url.split("/", 3)[0:3:2]
         key = (scheme, netloc)
         try:
-            return self._by_origin[key]
+            pool, direct = self._by_origin[key]
         except KeyError:
-            pass
-        with self._lock:
-            return self._new_manager(url, key)
+            with self._lock:
+                manager = self._new_manager(url)
+                pool = manager.connection_from_url(url)
+                # through a proxy, http goes in absolute form; https is
+                # tunnelled (CONNECT) and sends the path
+                direct = not (isinstance(manager, urllib3.ProxyManager)
+                              and scheme == "http:")
+                self._by_origin[key] = (pool, direct)
+        if direct:
+            return pool, url[len(scheme) + len(netloc) + 2:] or "/"
+        return pool, url
 
-    def _new_manager(self, url, key):
+    def _new_manager(self, url):
         # The environment is read once per origin: it does not change
         # while a daemon runs, and scanning it costs more than a request.
         parts = urllib.parse.urlsplit(url)
@@ -150,15 +161,16 @@ class Transport:
             else:
                 manager = urllib3.PoolManager(**kwargs)
             self._managers[(proxy, parts.scheme)] = manager
-        self._by_origin[key] = manager
         return manager
 
     def request(self, method, url, headers, body=None):
         """One exchange; a ``Response``, or ``NotSent`` / ``MaybeSent``."""
+        pool, target = self._pool(url)
         try:
-            raw = self._manager(url).request(
-                method, url, body=body, headers=headers, redirect=False,
-                retries=False, preload_content=True, decode_content=True)
+            raw = pool.urlopen(
+                method, target, body=body, headers=headers, redirect=False,
+                retries=False, assert_same_host=False, preload_content=True,
+                decode_content=True)
         except (u3_exc.NewConnectionError, u3_exc.ConnectTimeoutError,
                 u3_exc.NameResolutionError) as exc:
             raise NotSent("Unable to establish connection to %s: %s"
