@@ -159,10 +159,10 @@ def instrument(counters):
     from volattach.volume import cinder
     orig_send = cinder.VolumeAPI._send_once
 
-    def send_once(self, method, url, kwargs, retry_busy_multiattach):
+    def send_once(self, method, url, *args, **kwargs):
         counters.count("volume HTTP sent: %s %s" % (method, route_of(
-            re.sub(r"^https?://[^/]+", "", url))))
-        return orig_send(self, method, url, kwargs, retry_busy_multiattach)
+            re.sub(r"^https?://[^/]+", "", url.partition("?")[0]))))
+        return orig_send(self, method, url, *args, **kwargs)
     cinder.VolumeAPI._send_once = send_once
 
     # every object here is a VolattachObject (objects.base), which
@@ -195,14 +195,28 @@ def instrument(counters):
             return f
         setattr(mod, func_name, make_json(orig, func_name))
 
-    # the keep-alive server serves many requests per connection thread:
-    # charge its own work (parsing, writing) per request
-    from volattach import wsgi_server
-    orig_request = wsgi_server.KeepAliveHandler.handle_one_request
-    wsgi_server.KeepAliveHandler.handle_one_request = counters.wrap_role(
-        lambda self: "http-server:%s (parsing, writing)" % (
-            "volume" if type(self.server).__module__.startswith("volume") else "api"),
-        orig_request)
+    # waitress: the event loop reads, parses and writes; a pool thread runs
+    # each task (environ, start_response, framing) around the application,
+    # whose own time is charged to its role: the rest is the server's
+    from waitress import channel as waitress_channel
+    from waitress import task as waitress_task
+
+    def server_role(name):
+        def role_of(obj, *args, **kwargs):
+            channel = getattr(obj, "channel", obj)        # a task
+            server = getattr(channel, "server", channel)  # a channel
+            return "http-server:%s (parsing, writing)" % (
+                "volume" if "volume" in server.name else "api")
+        return role_of
+    for cls, method in ((waitress_channel.HTTPChannel, "handle_read"),
+                        (waitress_channel.HTTPChannel, "handle_write"),
+                        (waitress_task.WSGITask, "service")):
+        setattr(cls, method, counters.wrap_role(
+            server_role(method), getattr(cls, method)))
+    from volattach import embedded_server
+    orig_accept = embedded_server.Server.handle_accept
+    embedded_server.Server.handle_accept = counters.wrap_role(
+        server_role("accept"), orig_accept)
 
     orig_cycle = load.one_cycle
     load.one_cycle = counters.wrap_role(lambda *a, **k: "client (benchmark)", orig_cycle)
@@ -217,7 +231,7 @@ def instrument(counters):
 def count_run(cycles, workdir):
     """AllInOne in this process, instrumented; ``cycles`` sequential cycles."""
     from volattach import conf as volattach_conf
-    from volattach import wsgi_server
+    from volattach import embedded_server
     from volattach.cmd.all import AllInOne
 
     counters = Counters()
@@ -235,8 +249,9 @@ def count_run(cycles, workdir):
     import logging
     logging.basicConfig(level=logging.WARNING)
     aio = AllInOne(conf, serve_api=False).start()
-    api_server = wsgi_server.serve_in_thread(
-        counters.wrap_role(_wsgi_role("api"), aio.api_app), "127.0.0.1", api_port)
+    api_server = embedded_server.serve_in_thread(
+        counters.wrap_role(_wsgi_role("api"), aio.api_app), "127.0.0.1",
+        api_port, name="api", conf=conf)
     api_url = "http://127.0.0.1:%d" % api_port
     volume_url = "http://127.0.0.1:%d" % volume_port
     try:
@@ -253,7 +268,6 @@ def count_run(cycles, workdir):
         process_cpu = time.process_time() - cpu0
     finally:
         api_server.shutdown()
-        api_server.server_close()
         aio.stop()
     n = len(samples)
     attributed = sum(counters.cpu.values())
@@ -284,7 +298,7 @@ LIBRARIES = (
     ("keystoneauth1 (volume client)", "keystoneauth1/"),
     ("requests/urllib3 (volume client)", "requests/|urllib3/"),
     ("http.client", "http/client.py"),
-    ("HTTP servers (volattach.wsgi_server, socketserver)", "wsgi_server.py|wsgiref/|socketserver.py|http/server.py"),
+    ("HTTP servers (waitress, gunicorn)", "waitress/|gunicorn/|embedded_server.py"),
     ("falcon", "falcon/"),
     ("jsonschema", "jsonschema/"),
     ("json", "json/"),
@@ -315,21 +329,21 @@ def thread_kind(stack):
     if ("PollStyleListenerAdapter._runner" in stack or "AMQPListener.poll" in stack
             or "ReplyWaiter.poll" in stack):
         return "RPC listener/reply poll loop (oslo.messaging/kombu, no message)"
-    if "_next_request_line" in stack and stack.rstrip().split(";")[-1].startswith(
-            ("SocketIO.readinto", "_next_request_line")):
-        return "idle keep-alive connection (waiting for its next request)"
+    if "wasyncore" in stack and stack.rstrip().split(";")[-1].startswith(
+            ("poll", "poll2", "loop")):
+        return "HTTP server event loop (waitress, waiting)"
     if "_do_dispatch" in stack:
         for directory, label in (("conductor", "conductor"), ("compute", "compute")):
             if _in_dir(directory, stack):
                 return "RPC dispatch: " + label
         return "RPC dispatch: other"
-    if ("process_request_thread" in stack or "finish_request" in stack
+    if ("handler_thread" in stack or "waitress/" in stack
             or "gunicorn/" in stack):
         if _in_dir("api", stack):
             return "HTTP: compute API request"
         if _in_dir("volume", stack):
             return "HTTP: volume service request"
-        return "HTTP: server (parsing, writing; volattach.wsgi_server or gunicorn)"
+        return "HTTP: server (parsing, writing; waitress or gunicorn)"
     if "_wait_for_work" in stack:
         return "idle executor thread (waiting for work)"
     if "serve_forever" in stack:

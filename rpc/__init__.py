@@ -48,7 +48,7 @@ def init(conf, url=None):
     ``url`` overrides ``transport_url``; without either, the RabbitMQ default
     ``rabbit://guest:guest@127.0.0.1:5672/`` is used.  ``volattach-inproc://``
     is the in-process bus (``rpc.inproc``, volattach-all's default),
-    ``kombu+memory:////`` kombu's in-memory transport (``rpc.memory``).
+    ``kombu+memory:////`` kombu's in-memory transport.
     """
     global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER
     with _lock:
@@ -56,9 +56,6 @@ def init(conf, url=None):
             return TRANSPORT
         messaging.set_transport_defaults(control_exchange="volattach")
         url = url or _configured_url(conf) or volattach_conf.DEFAULT_TRANSPORT_URL
-        if url.startswith("kombu+memory:") or url.startswith("memory:"):
-            from volattach.rpc import memory
-            memory.install()
         TRANSPORT = _transport(conf, url, notification=False)
         NOTIFICATION_TRANSPORT = _transport(conf, url, notification=True)
         # [oslo_messaging_notifications] driver decides (none by default;

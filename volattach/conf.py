@@ -11,12 +11,14 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from volattach import embedded_server
+
 CONF = cfg.CONF
 
 DEFAULT_TRANSPORT_URL = "rabbit://guest:guest@127.0.0.1:5672/"
 # volattach-all's bus when transport_url is not set: the in-process
 # oslo.messaging driver (rpc/inproc.py; "kombu+memory:////" still selects
-# kombu's in-memory transport, rpc/memory.py)
+# kombu's in-memory transport)
 MEMORY_TRANSPORT_URL = "volattach-inproc://"
 
 default_opts = [
@@ -231,6 +233,7 @@ _GROUPS = [
     ("upgrade_levels", upgrade_levels_opts),
     ("volume", volume_opts),
     ("all", all_opts),
+    ("wsgi", embedded_server.wsgi_opts),
 ]
 
 

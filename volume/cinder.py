@@ -1,16 +1,10 @@
 """Client of the block storage API (Cinder v3, or volattach-volume) for the
 compute API and the conductor.
 
-One ``VolumeAPI`` per process: it holds one keystoneauth1 Session built on
-first use, and each call is one HTTP request to ``[cinder] endpoint`` +
-``/<project_id>`` with an explicit ``OpenStack-API-Version: volume X.Y``.
-The Session supplies the auth plugin's headers, TLS options, timeout and
-User-Agent; the request itself is written on a kept-alive http.client
-connection (``LeanEndpoint``: 0.19 instead of 0.55 ms of client CPU per
-call), byte for byte what keystoneauth and requests would send, unless a
-proxy or a netrc entry applies to the endpoint, the server sets cookies, or
-keystoneauth's logger is at DEBUG: then keystoneauth/requests send it, with
-the environment read once per host (``EnvCachingSession``).
+One ``VolumeAPI`` per process: each call is one HTTP request to ``[cinder]
+endpoint`` + ``/<project_id>`` with an explicit ``OpenStack-API-Version:
+volume X.Y``, sent with urllib3 (``volume.http_transport``).  A keystoneauth1
+Session built on first use supplies the auth headers.
 
 Authentication (``[cinder] auth_strategy``):
 
@@ -22,15 +16,22 @@ Authentication (``[cinder] auth_strategy``):
   bug 2004555).
 * ``keystone``: the caller's token is forwarded and, when the keystoneauth
   options of ``[cinder]`` name an auth plugin, a service token is added
-  (``X-Service-Token``), as Nova does.
+  (``X-Service-Token``), as Nova does.  A call without a caller's token (the
+  conductor's periodic passes) authenticates with those service credentials
+  themselves, in the service user's project.
 
 Errors become ``volattach.exception``: 404 VolumeNotFound or
 VolumeAttachmentNotFound (never swallowed), 400 InvalidVolume (message
 starts "Invalid volume:") or InvalidInput with Cinder's message kept, 403
 Forbidden, connection failures, timeouts and 503 CinderConnectionFailed,
-anything else CinderAPIError.  Connection failures and 503 are retried with
-backoff for at most ``[cinder] retry_seconds``; a read timeout is retried
-only for idempotent methods (a POST may have been applied).  Nothing else is
+anything else CinderAPIError.  A request that never reached the server
+(connection refused, connect timeout) and a 503 are retried with backoff
+for at most ``[cinder] retry_seconds``; one that may have reached it and got
+no answer (reset, closed, read timeout) is retried only for idempotent
+methods.  A POST is never sent twice once it may have arrived:
+``attachment_create`` then lists the attachments of the server and volume
+and returns the one the service made, or sends the create again only when
+there is none.  Nothing else is
 retried, except one quirk of real Cinder (bug 1747985): it refuses to
 reserve a multiattach volume while another attachment is reserved or
 attaching ("... must be available or in-use or downloading to reserve, but
@@ -38,29 +39,22 @@ the current status is reserved"); ``attachment_create`` retries that 400
 within the same bound, so concurrent attaches of one multiattach volume
 succeed against real Cinder too.
 """
-import logging as std_logging
+import json
+import random
 import re
 import threading
 import time
-import types
 import urllib.parse
-import zlib
 
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import service_token
-from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 from oslo_log import log as logging
-import requests
-import tenacity
 
 from volattach import conf as volattach_conf
 from volattach import exception
 from volattach.volume import http_transport
-from volattach.volume.http_transport import (  # noqa: F401  (tests use them from here)
-    EnvCachingSession, LeanEndpoint, LeanResponse, decode_content,
-    encode_json, request_target, requests_session, tls_context)
 
 LOG = logging.getLogger(__name__)
 
@@ -69,6 +63,7 @@ VOLUME_MV = "3.48"       # volume view with shared_targets and service_uuid
 ATTACHMENT_MV = "3.44"   # attachments, including os-complete
 ATTACHMENT_MODE_MV = "3.54"  # attachment create with "mode"
 TYPE_MV = "3.0"
+USER_AGENT = "volattach-volume-client"
 
 _IDEMPOTENT = ("GET", "HEAD", "PUT", "DELETE")
 _MULTIATTACH_BUSY = re.compile(
@@ -83,6 +78,14 @@ class _Retry(Exception):
         super().__init__(reason)
         self.reason = reason
         self.response = response
+
+
+class _MaybeApplied(Exception):
+    """A non-idempotent request may have reached the server unanswered."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
 
 
 def error_message(response):
@@ -122,194 +125,39 @@ class VolumeAPI:
         self.conf = conf if conf is not None else volattach_conf.CONF
         self._session = None
         self._service_auth = None
-        self._lock = threading.RLock()   # session is built under it too
-        self._endpoints = {}    # (scheme, netloc) -> LeanEndpoint or None
-        self._agent = None
+        self._transport = None
+        self._lock = threading.Lock()
 
     # -- transport ------------------------------------------------------------
 
+    def _load(self):
+        with self._lock:
+            if self._session is None:
+                conf = self.conf
+                if conf.cinder.auth_strategy == "keystone":
+                    self._service_auth = (
+                        ks_loading.load_auth_from_conf_options(conf, "cinder"))
+                self._transport = http_transport.Transport(conf.cinder)
+                self._session = ks_loading.load_session_from_conf_options(
+                    conf, "cinder", auth=self._service_auth)
+
     @property
     def session(self):
+        """The keystoneauth Session: auth headers of the plugins (the
+        caller's token, the service credentials of ``[cinder]``)."""
         if self._session is None:
-            with self._lock:
-                if self._session is None:
-                    if self.conf.cinder.auth_strategy == "keystone":
-                        self._service_auth = (
-                            ks_loading.load_auth_from_conf_options(
-                                self.conf, "cinder"))
-                    self._session = ks_loading.load_session_from_conf_options(
-                        self.conf, "cinder",
-                        session=requests_session(self.conf))
+            self._load()
         return self._session
 
-    def _lean_endpoint(self, url):
-        """The LeanEndpoint of ``url``'s scheme and host, or None when the
-        request must go through keystoneauth/requests (decided once per
-        endpoint: a proxy or a netrc entry applies, or the Session was
-        configured beyond what the lean path reproduces)."""
-        parts = urllib.parse.urlsplit(url)
-        key = parts[:2]
-        try:
-            return self._endpoints[key]
-        except KeyError:
-            pass
-        with self._lock:
-            if key not in self._endpoints:
-                self._endpoints[key] = self._make_endpoint(url, parts)
-        return self._endpoints[key]
+    @property
+    def transport(self):
+        if self._transport is None:
+            self._load()
+        return self._transport
 
-    def _make_endpoint(self, url, parts):
-        session = self.session
-        http_session = session.session
-        if (parts.scheme not in ("http", "https")
-                or not isinstance(http_session, EnvCachingSession)
-                or session.additional_headers or session.original_ip
-                or session._collect_timing or http_session.cookies
-                or http_session.auth or http_session.proxies
-                or requests.utils.get_netrc_auth(url)):
-            return None
-        adapter = http_session.get_adapter(url)
-        if type(adapter) is not ks_session.TCPKeepAliveAdapter:
-            return None
-        settings = http_session.merge_environment_settings(
-            url, {}, None, session.verify, session.cert)
-        if requests.utils.select_proxy(url, settings["proxies"]):
-            return None
-        context = None
-        if parts.scheme == "https":
-            context = tls_context(settings["verify"], settings["cert"],
-                                  adapter.tls_ciphers, adapter.tls_min_version)
-        endpoint = LeanEndpoint(parts.scheme, parts.netloc, session.timeout,
-                                context)
-        http_transport.ENDPOINTS.add(endpoint)
-        return endpoint
-
-    def _user_agent(self):
-        """The User-Agent keystoneauth writes for this Session."""
-        if self._agent is None:
-            session = self.session
-            if session.user_agent:
-                self._agent = session.user_agent
-            else:
-                agent = []
-                if session.app_name and session.app_version:
-                    agent.append("%s/%s" % (session.app_name,
-                                            session.app_version))
-                elif session.app_name:
-                    agent.append(session.app_name)
-                agent.extend("%s/%s" % tuple(extra)
-                             for extra in session.additional_user_agent)
-                if not agent:
-                    determined = ks_session._determine_user_agent()
-                    if determined:
-                        agent.append(determined)
-                agent.append(ks_session.DEFAULT_USER_AGENT)
-                self._agent = " ".join(agent)
-        return self._agent
-
-    def _wire_headers(self, method, kwargs, auth_headers, body):
-        """The header lines, in order, that keystoneauth then requests
-        write for this call: requests' session headers first (keeping
-        their places when overridden), then keystoneauth's, then
-        Content-Length."""
-        headers = dict(kwargs["headers"])
-        if auth_headers:
-            headers.update(auth_headers)
-        headers.setdefault("User-Agent", self._user_agent())
-        if body is not None:
-            headers.setdefault("Content-Type", "application/json")
-        headers[ks_session._REQUEST_ID_HEADER] = kwargs["global_request_id"]
-        by_name = {name.lower(): (name, value)
-                   for name, value in headers.items()}
-        lines = []
-        for name, value in self.session.session.headers.items():
-            line = by_name.pop(name.lower(), None) or (name, value)
-            if line[1] is not None:
-                lines.append(line)
-        lines.extend(line for line in by_name.values() if line[1] is not None)
-        if body is not None:
-            lines.append(("Content-Length", str(len(body))))
-        elif method not in ("GET", "HEAD"):
-            lines.append(("Content-Length", "0"))
-        return lines
-
-    def _http(self, method, url, kwargs):
-        """One HTTP exchange: over the lean transport when it applies to
-        ``url``, else through the keystoneauth Session."""
-        endpoint = None
-        if not http_transport.KEYSTONEAUTH_LOG.isEnabledFor(std_logging.DEBUG):
-            # (keystoneauth at DEBUG sends, and logs, the request itself)
-            endpoint = self._lean_endpoint(url)
-        auth = kwargs.get("auth")
-        if endpoint is not None and auth is not None:
-            try:
-                if self.session.get_auth_connection_params(auth=auth):
-                    endpoint = None
-            except ks_exc.MissingAuthPlugin:
-                pass
-        if endpoint is None:
-            return self.session.request(url, method, **kwargs)
-        return self._lean_http(endpoint, method, url, kwargs)
-
-    def _lean_http(self, endpoint, method, url, kwargs):
-        auth = kwargs.get("auth")
-        auth_headers = None
-        if auth is not None:
-            auth_headers = self.session.get_auth_headers(auth)
-            if auth_headers is None:
-                raise ks_exc.AuthorizationFailure(
-                    "No valid authentication is available")
-        body = kwargs.get("json")
-        body = None if body is None else encode_json(body)
-        target = request_target(url, kwargs.get("params"))
-        headers = self._wire_headers(method, kwargs, auth_headers, body)
-        response = self._lean_exchange(endpoint, method, url, kwargs,
-                                       target, headers, body)
-        # keystoneauth: a 401 invalidates the plugin's token and the
-        # request is sent once more with a fresh one.
-        if (response.status_code == 401 and auth is not None
-                and self.session.invalidate(auth)):
-            auth_headers = self.session.get_auth_headers(auth)
-            if auth_headers is not None:
-                headers = self._wire_headers(method, kwargs, auth_headers,
-                                             body)
-                response = self._lean_exchange(endpoint, method, url,
-                                               kwargs, target, headers, body)
-        return response
-
-    def _lean_exchange(self, endpoint, method, url, kwargs, target, headers,
-                       body):
-        raw, content = http_transport.connection_errors(url, lambda: endpoint.exchange(
-            method, target, headers, body))
-        try:
-            content = decode_content(raw.msg, content)
-        except zlib.error as exc:
-            raise ks_exc.UnknownConnectionError(
-                "Unexpected exception for %s: %s" % (url, exc), exc)
-        response = LeanResponse(url, raw.status, raw.reason, raw.msg, content)
-        if raw.msg.get_all("Set-Cookie"):
-            self._keep_cookies(method, url, headers, raw)
-        if response.status_code in http_transport.REDIRECTS and "Location" in raw.msg:
-            # Rare: keystoneauth follows it (and any further one).
-            location = urllib.parse.urljoin(url, raw.msg["Location"])
-            redirected = dict(kwargs, params={})
-            return self.session.request(location, method, **redirected)
-        return response
-
-    def _keep_cookies(self, method, url, headers, raw):
-        """A server that sets cookies gets them back as requests does:
-        stored in the Session's jar, and this endpoint's later requests go
-        through requests, which sends them."""
-        requests.cookies.extract_cookies_to_jar(
-            self.session.session.cookies,
-            requests.Request(method, url, headers=dict(headers)),
-            types.SimpleNamespace(_original_response=raw))
-        with self._lock:
-            self._endpoints[urllib.parse.urlsplit(url)[:2]] = None
-
-    def _url(self, ctx, path):
+    def _url(self, ctx, path, project_id=None):
         return "%s/%s%s" % (self.conf.cinder.endpoint.rstrip("/"),
-                            ctx.project_id, path)
+                            project_id or ctx.project_id, path)
 
     def _noauth_token(self, ctx):
         token = "%s:%s" % (ctx.user_id, ctx.project_id)
@@ -318,7 +166,17 @@ class VolumeAPI:
         return token
 
     def _keystone_auth(self, ctx):
+        """The auth plugin of a call: the caller's token (with a service
+        token when ``[cinder]`` has credentials), or, for a call without a
+        caller (periodic tasks), the ``[cinder]`` service credentials."""
         self.session  # loads the service auth plugin
+        if not ctx.auth_token:
+            if self._service_auth is None:
+                raise exception.CinderConnectionFailed(
+                    reason="no caller token and no [cinder] service "
+                           "credentials (auth_type) to call the volume "
+                           "service with")
+            return self._service_auth
         user_auth = token_endpoint.Token(self.conf.cinder.endpoint,
                                          ctx.auth_token)
         if self._service_auth is None:
@@ -326,17 +184,35 @@ class VolumeAPI:
         return service_token.ServiceTokenAuthWrapper(
             user_auth=user_auth, service_auth=self._service_auth)
 
-    def _send_once(self, method, url, kwargs, retry_busy_multiattach):
+    def _auth_headers(self, auth):
         try:
-            response = self._http(method, url, kwargs)
-        except ks_exc.ConnectFailure as exc:
+            headers = self.session.get_auth_headers(auth)
+        except ks_exc.ClientException as exc:
+            raise exception.CinderConnectionFailed(
+                reason="authentication failed: %s" % exc)
+        if not headers:
+            raise exception.CinderConnectionFailed(
+                reason="no valid authentication is available")
+        return headers
+
+    def _send_once(self, method, url, headers, body, auth, may_resend,
+                   retry_busy_multiattach):
+        """One exchange (and, on a 401 with keystone, one more with a
+        fresh token); raises ``_Retry`` for what may be tried again."""
+        if auth is not None:
+            headers = dict(headers, **self._auth_headers(auth))
+        try:
+            response = self.transport.request(method, url, headers, body)
+            if (response.status_code == 401 and auth is not None
+                    and self.session.invalidate(auth)):
+                headers.update(self._auth_headers(auth))
+                response = self.transport.request(method, url, headers, body)
+        except http_transport.NotSent as exc:
             raise _Retry(str(exc))
-        except ks_exc.ConnectTimeout as exc:
-            if method in _IDEMPOTENT:
+        except http_transport.MaybeSent as exc:
+            if may_resend:
                 raise _Retry(str(exc))
-            raise exception.CinderConnectionFailed(reason=str(exc))
-        except ks_exc.ConnectionError as exc:
-            raise exception.CinderConnectionFailed(reason=str(exc))
+            raise _MaybeApplied(str(exc))
         if response.status_code == 503:
             raise _Retry(error_message(response), response)
         if (retry_busy_multiattach and response.status_code == 400
@@ -346,41 +222,63 @@ class VolumeAPI:
 
     def _request(self, ctx, method, path, version, body=None, params=None,
                  not_found=None, service_role=False,
-                 retry_busy_multiattach=False):
+                 retry_busy_multiattach=False, applied=None):
+        """One call, retried within ``[cinder] retry_seconds`` while it
+        cannot have been applied: a connection never made, a 503, or an
+        idempotent method.  A POST that may have reached the server is
+        never sent again: ``applied()`` (when given) says whether it was,
+        returning its result, or None to send it again."""
         headers = {"OpenStack-API-Version": "volume %s" % version,
-                   "Accept": "application/json"}
-        kwargs = {"headers": headers, "raise_exc": False,
-                  "connect_retries": 0,
-                  "global_request_id": (getattr(ctx, "global_request_id",
-                                                None) or ctx.request_id)}
-        if body is not None:
-            kwargs["json"] = body
-        if params:
-            kwargs["params"] = params
+                   "Accept": "application/json",
+                   "User-Agent": USER_AGENT,
+                   "X-OpenStack-Request-ID": (
+                       getattr(ctx, "global_request_id", None)
+                       or ctx.request_id)}
+        project_id = None
+        auth = None
         if self.conf.cinder.auth_strategy == "keystone":
-            kwargs["auth"] = self._keystone_auth(ctx)
+            auth = self._keystone_auth(ctx)
+            if auth is self._service_auth and not ctx.auth_token:
+                project_id = self._service_auth.get_project_id(self.session)
         else:
-            kwargs["authenticated"] = False
             headers["X-Auth-Token"] = self._noauth_token(ctx)
             if service_role and self.conf.cinder.send_service_role:
                 headers["X-Service-Roles"] = "service"
-        url = self._url(ctx, path)
-        retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(_Retry),
-            stop=tenacity.stop_before_delay(self.conf.cinder.retry_seconds),
-            wait=tenacity.wait_exponential_jitter(multiplier=0.05, max=2.0,
-                                                  jitter=0.1),
-            before_sleep=lambda state: LOG.debug(
-                "Retrying %s %s: %s", method, url,
-                state.outcome.exception()),
-            reraise=True)
-        try:
-            response = retrying(self._send_once, method, url, kwargs,
-                                retry_busy_multiattach)
-        except _Retry as exc:
-            if exc.response is None or exc.response.status_code == 503:
-                raise exception.CinderConnectionFailed(reason=exc.reason)
-            response = exc.response
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        url = self._url(ctx, path, project_id)
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        may_resend = method in _IDEMPOTENT
+        deadline = time.monotonic() + self.conf.cinder.retry_seconds
+        attempt = 0
+        while True:
+            try:
+                response = self._send_once(method, url, headers, data, auth,
+                                           may_resend, retry_busy_multiattach)
+                break
+            except _MaybeApplied as exc:
+                if applied is None:
+                    raise exception.CinderConnectionFailed(reason=exc.reason)
+                LOG.info("%s %s may have been applied (%s): asking the "
+                         "volume service", method, url, exc.reason)
+                result = applied()
+                if result is not None:
+                    return result
+                last = _Retry(exc.reason)
+            except _Retry as exc:
+                last = exc
+            attempt += 1
+            pause = min(2.0, 0.05 * 2 ** attempt) * random.uniform(0.9, 1.1)
+            if time.monotonic() + pause > deadline:
+                if last.response is None or last.response.status_code == 503:
+                    raise exception.CinderConnectionFailed(reason=last.reason)
+                response = last.response
+                break
+            LOG.debug("Retrying %s %s: %s", method, url, last.reason)
+            time.sleep(pause)
         if response.status_code >= 400:
             translate_error(response, not_found)
         return response
@@ -519,15 +417,31 @@ class VolumeAPI:
         if mode:
             attachment["mode"] = mode
             version = ATTACHMENT_MODE_MV
-        created = self._request(
+        result = self._request(
             ctx, "POST", "/attachments", version,
             body={"attachment": attachment},
             not_found=lambda: exception.VolumeNotFound(volume_id=volume_id),
-            retry_busy_multiattach=True).json()["attachment"]
+            retry_busy_multiattach=True,
+            applied=lambda: self._created_attachment(ctx, volume_id,
+                                                     instance_uuid))
+        if isinstance(result, dict):
+            return result
+        created = result.json()["attachment"]
         if connector:
             # Real Cinder answers a stale status here: read it back.
             return self.attachment_get(ctx, created["id"])
         return created
+
+    def _created_attachment(self, ctx, volume_id, instance_uuid):
+        """After a create that may have been applied without an answer:
+        the attachment of this server and volume, if the volume service
+        has one (its full view), else None."""
+        for found in self.attachment_list(ctx, volume_id=volume_id,
+                                          instance_id=instance_uuid):
+            if (found.get("volume_id") == volume_id
+                    and found.get("instance") == instance_uuid):
+                return self.attachment_get(ctx, found["id"])
+        return None
 
     def attachment_update(self, ctx, attachment_id, connector,
                           mountpoint=None):

@@ -1,343 +1,192 @@
-"""The HTTP under the volume client (``volume.cinder.VolumeAPI``).
+"""The HTTP under the volume client (``volume.cinder.VolumeAPI``): urllib3.
 
-keystoneauth1 -> requests -> urllib3 costs 0.5-0.6 ms of CPU per call.  For
-an endpoint reached directly, ``LeanEndpoint`` writes the same bytes on a
-kept-alive ``http.client`` connection from a small pool (0.19 ms), and
-``connection_errors`` raises its failures as keystoneauth would, so the
-client's retry policy is unchanged.  Everything else (proxies, netrc,
-cookies, redirects, keystoneauth's debug logging) goes through
-keystoneauth and requests, whose ``requests_session`` reads the
-environment once per host (``EnvCachingSession``).
+One ``Transport`` per client holds a ``urllib3.PoolManager`` (a
+``ProxyManager`` per proxy when the environment's ``https_proxy`` /
+``http_proxy`` apply to a host and ``no_proxy`` does not exclude it).
+urllib3 tests a pooled connection for a close by the server before reusing
+it; it never retries here (``retries=False``): the client decides, from
+``Transport.request``'s exceptions, whether a request can be sent again:
+
+- ``NotSent``: the connection could not be made (refused, unreachable,
+  connect timeout, TLS handshake): nothing reached the server;
+- ``MaybeSent``: the request was written, or may have been, and no answer
+  came (reset, closed, read timeout): the server may have acted on it.
+
+TLS and the timeout come from the keystoneauth options of ``[cinder]``
+(``cafile``, ``certfile``, ``keyfile``, ``insecure``, ``timeout``,
+``tls_ciphers``, ``tls_min_version``); without ``cafile`` the system's
+trust store verifies the server.  Compressed answers are decoded.
 """
-import collections
-import datetime
-import http.client
 import json
-import logging as std_logging
 import os
-import re
 import socket
 import ssl
 import threading
 import urllib.parse
-import uuid
+import urllib.request
 import weakref
-import zlib
 
-from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import session as ks_session
-import requests
 import urllib3
+from urllib3 import exceptions as u3_exc
+
+_TLS_VERSIONS = {"1.0": ssl.TLSVersion.TLSv1, "1.1": ssl.TLSVersion.TLSv1_1,
+                 "1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 
 
-class EnvCachingSession(requests.Session):
-    """A requests.Session that reads the environment once per host.
-
-    With ``trust_env`` (the default, kept: ``HTTP_PROXY``, ``NO_PROXY``,
-    ``REQUESTS_CA_BUNDLE``... are honoured), requests scans the whole of
-    ``os.environ`` twice on every request to find proxies: 150-180 us of
-    the client's 700 us per call on a 2-core machine with 35 environment
-    variables (more variables, more time).  A daemon's environment does not
-    change while it runs, and the result only depends on the URL's scheme
-    and host, so it is computed once per (scheme, host, settings) and
-    reused.
-    """
-
-    _MAX_CACHED = 64   # hosts: a handful in practice
-
-    def __init__(self):
-        super().__init__()
-        self._env_settings = {}
-
-    def merge_environment_settings(self, url, proxies, stream, verify, cert):
-        if not self.trust_env or proxies:   # explicit proxies: no cache
-            return super().merge_environment_settings(url, proxies, stream,
-                                                      verify, cert)
-        key = (urllib.parse.urlsplit(url)[:2], stream, verify, cert)
-        try:
-            settings = self._env_settings.get(key)
-        except TypeError:   # an unhashable setting
-            return super().merge_environment_settings(url, proxies, stream,
-                                                      verify, cert)
-        if settings is None:
-            settings = super().merge_environment_settings(url, {}, stream,
-                                                          verify, cert)
-            if len(self._env_settings) >= self._MAX_CACHED:
-                self._env_settings.clear()
-            self._env_settings[key] = settings
-        # Copies: requests may add to the proxies of one request.
-        return dict(settings, proxies=dict(settings["proxies"]))
+class NotSent(Exception):
+    """No byte of the request reached the server."""
 
 
-def requests_session(conf, group="cinder"):
-    """The requests.Session under the keystoneauth1 Session: what
-    keystoneauth builds itself (TCP keep-alive adapter, TLS options of
-    ``[cinder]``), with the environment read once per host."""
-    session = EnvCachingSession()
-    adapter = ks_session.TCPKeepAliveAdapter(
-        tls_ciphers=conf[group].tls_ciphers,
-        tls_min_version=conf[group].tls_min_version)
-    for scheme in list(session.adapters):
-        session.mount(scheme, adapter)
-    return session
+class MaybeSent(Exception):
+    """The request may have reached the server; no answer came back."""
 
 
-# -- the lean transport ----------------------------------------------------------
-#
-# keystoneauth1 -> requests -> urllib3 costs 0.5-0.6 ms of CPU per call
-# (request preparation, hooks, cookie jar, adapters, pool, two response
-# objects).  For an endpoint reached directly (no proxy, no netrc, no
-# cookies) the same bytes are written on a kept-alive http.client
-# connection taken from a small pool; the keystoneauth Session still supplies
-# the auth plugin's headers, the TLS settings, the timeout and the
-# User-Agent, and still carries everything else (proxies, debug logging of
-# keystoneauth, timing collection, redirects).
+class Response:
+    """What the client reads of an answer."""
 
-REDIRECTS = (301, 302, 303, 305, 307, 308)
-# A request that fails this way on a kept-alive connection, before any byte
-# of answer, met a connection the server had closed while idle (urllib3
-# avoids it by testing the socket before reuse): it is sent once more on a
-# fresh connection.  Any other failure, or this one on a fresh connection,
-# is reported as keystoneauth reported it, and the retry policy of
-# _send_once decides.
-_STALE_CONNECTION = (http.client.RemoteDisconnected, BrokenPipeError,
-                     ConnectionResetError, ConnectionAbortedError)
-_SAFE_TARGET = re.compile(r"[A-Za-z0-9\-._~/?=&]*")
-# keystoneauth1.session logs as "keystoneauth.session" (its get_logger drops
-# the 1): when that is at DEBUG, calls go through it for its request logs.
-KEYSTONEAUTH_LOG = std_logging.getLogger("keystoneauth.session")
-
-
-def _json_default(value):
-    """What keystoneauth's JSON encoder adds to json's types."""
-    if isinstance(value, datetime.datetime):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    raise TypeError("%r is not JSON serializable" % (value,))
-
-
-def encode_json(body):
-    return json.dumps(body, default=_json_default).encode("ascii")
-
-
-def request_target(url, params=None):
-    """Path and query as requests writes them on the request line."""
-    parts = urllib.parse.urlsplit(url)
-    target = parts.path or "/"
-    query = parts.query
-    if params:
-        encoded = requests.models.RequestEncodingMixin._encode_params(params)
-        query = "%s&%s" % (query, encoded) if query else encoded
-    if query:
-        target += "?" + query
-    if not _SAFE_TARGET.fullmatch(target):
-        target = requests.utils.requote_uri(target)
-    return target
-
-
-class LeanResponse:
-    """The parts of requests.Response that this module reads."""
+    __slots__ = ("status_code", "reason", "headers", "content", "url")
 
     def __init__(self, url, status_code, reason, headers, content):
         self.url = url
         self.status_code = status_code
         self.reason = reason
-        self.headers = headers      # http.client.HTTPMessage: case-insensitive
+        self.headers = headers
         self.content = content
 
     @property
     def text(self):
-        encoding = requests.utils.get_encoding_from_headers(self.headers)
-        return self.content.decode(encoding or "utf-8", errors="replace")
+        return self.content.decode("utf-8", "replace")
 
     def json(self):
         return json.loads(self.content)
 
 
-def decode_content(headers, body):
-    """Undo Content-Encoding gzip/deflate (requests asks for them)."""
-    codings = [c.strip().lower() for c in
-               headers.get("Content-Encoding", "").split(",") if c.strip()]
-    for coding in reversed(codings):
-        if coding in ("gzip", "x-gzip"):
-            body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
-        elif coding == "deflate":
-            try:
-                body = zlib.decompress(body)
-            except zlib.error:   # raw deflate, as some servers send it
-                body = zlib.decompress(body, -zlib.MAX_WBITS)
-        elif coding != "identity":
-            break   # unknown: left as is, as urllib3 does
-    return body
-
-
-def _keepalive_options(sock):
-    """keystoneauth's TCPKeepAliveAdapter socket options."""
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+def _keepalive_socket_options():
+    """keystoneauth's TCP keep-alive settings, on top of urllib3's."""
+    options = list(urllib3.connection.HTTPConnection.default_socket_options)
+    options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
     for name, value in (("TCP_KEEPIDLE", 60), ("TCP_KEEPCNT", 4),
                         ("TCP_KEEPINTVL", 15)):
         if hasattr(socket, name):
-            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
+            options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
+    return options
 
 
-class _HTTPConnection(http.client.HTTPConnection):
-    def connect(self):
-        super().connect()
-        _keepalive_options(self.sock)
-
-
-class _HTTPSConnection(http.client.HTTPSConnection):
-    def connect(self):
-        super().connect()
-        _keepalive_options(self.sock)
-
-
-def tls_context(verify, cert, tls_ciphers=None, tls_min_version=None):
-    """The SSLContext urllib3 would use under keystoneauth's adapter.
-
-    ``verify``: False (``[cinder] insecure``), True (certifi's bundle) or
-    a CA file or directory (``cafile``, or REQUESTS_CA_BUNDLE as requests
-    reads it); ``cert``: a client certificate file or (cert, key).
-    """
-    if tls_ciphers or tls_min_version:
-        context = ssl.create_default_context()
-        if tls_min_version:
-            context.minimum_version = ks_session._TLS_VERSION_MAP[
-                tls_min_version]
-        if tls_ciphers:
-            context.set_ciphers(tls_ciphers)
-    else:
-        context = urllib3.util.ssl_.create_urllib3_context()
-    if verify is False:
+def tls_context(group):
+    """An SSLContext from the keystoneauth session options of ``group``."""
+    context = urllib3.util.ssl_.create_urllib3_context()
+    minimum = getattr(group, "tls_min_version", None)
+    if minimum:
+        context.minimum_version = _TLS_VERSIONS[
+            str(minimum).lower().replace("tlsv", "")]
+    ciphers = getattr(group, "tls_ciphers", None)
+    if ciphers:
+        context.set_ciphers(ciphers)
+    if group.insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     else:
         context.verify_mode = ssl.CERT_REQUIRED
         context.check_hostname = True
-        bundle = (verify if isinstance(verify, str)
-                  else requests.utils.DEFAULT_CA_BUNDLE_PATH)
-        if os.path.isdir(bundle):
-            context.load_verify_locations(capath=bundle)
+        if group.cafile:
+            if os.path.isdir(group.cafile):
+                context.load_verify_locations(capath=group.cafile)
+            else:
+                context.load_verify_locations(cafile=group.cafile)
         else:
-            context.load_verify_locations(cafile=bundle)
-    if cert:
-        if isinstance(cert, (tuple, list)):
-            context.load_cert_chain(cert[0], cert[1])
-        else:
-            context.load_cert_chain(cert)
+            context.load_default_certs()
+    if group.certfile:
+        context.load_cert_chain(group.certfile, group.keyfile or None)
     return context
 
 
-class LeanEndpoint:
-    """Kept-alive connections to one (scheme, host, port).
+_TRANSPORTS = weakref.WeakSet()
 
-    An http.client connection serves one request at a time, so a thread
-    takes an idle one (or opens one) for its exchange and puts it back
-    after reading the whole answer; at most ``MAX_IDLE`` wait, as in
-    requests' pool (deque append and pop are atomic: no lock).
-    """
 
-    MAX_IDLE = 10
+class Transport:
+    """Pooled keep-alive connections to the volume service."""
 
-    def __init__(self, scheme, netloc, timeout, context=None):
-        self.scheme = scheme
-        self.netloc = netloc
-        self.timeout = timeout
-        self.context = context
-        self._idle = collections.deque()
+    def __init__(self, group, maxsize=10):
+        timeout = group.timeout
+        self.timeout = urllib3.Timeout(connect=timeout, read=timeout)
+        self._pool_kw = {
+            "maxsize": maxsize, "block": False, "retries": False,
+            "timeout": self.timeout,
+            "socket_options": _keepalive_socket_options(),
+        }
+        self._group = group
+        self._tls = None
+        self._managers = {}   # (proxy URL or None, scheme) -> manager
+        self._by_origin = {}  # (scheme, host:port) -> (pool, direct)
+        self._lock = threading.Lock()
+        _TRANSPORTS.add(self)
 
-    def forget_connections(self):
-        """After fork: the parent's sockets are not ours to use."""
-        self._idle = collections.deque()
-
-    def _take(self):
+    def _pool(self, url):
+        """The connection pool of ``url``'s origin, and the request target
+        to send it: the path for a direct connection, the URL for a
+        proxy."""
+        scheme, netloc = url.split("/", 3)[0:3:2]
+        key = (scheme, netloc)
         try:
-            return self._idle.pop()   # the most recently used: still open
-        except IndexError:
-            pass
-        if self.scheme == "https":
-            return _HTTPSConnection(self.netloc, timeout=self.timeout,
-                                    context=self.context)
-        return _HTTPConnection(self.netloc, timeout=self.timeout)
+            pool, direct = self._by_origin[key]
+        except KeyError:
+            with self._lock:
+                manager = self._new_manager(url)
+                pool = manager.connection_from_url(url)
+                # through a proxy, http goes in absolute form; https is
+                # tunnelled (CONNECT) and sends the path
+                direct = not (isinstance(manager, urllib3.ProxyManager)
+                              and scheme == "http:")
+                self._by_origin[key] = (pool, direct)
+        if direct:
+            return pool, url[len(scheme) + len(netloc) + 2:] or "/"
+        return pool, url
 
-    def _give_back(self, conn):
-        if conn.sock is not None and len(self._idle) < self.MAX_IDLE:
-            self._idle.append(conn)
-        else:
-            conn.close()
+    def _new_manager(self, url):
+        # The environment is read once per origin: it does not change
+        # while a daemon runs, and scanning it costs more than a request.
+        parts = urllib.parse.urlsplit(url)
+        proxy = None
+        if not urllib.request.proxy_bypass_environment(parts.hostname or ""):
+            proxy = urllib.request.getproxies_environment().get(parts.scheme)
+        manager = self._managers.get((proxy, parts.scheme))
+        if manager is None:
+            kwargs = dict(self._pool_kw)
+            if parts.scheme == "https":
+                if self._tls is None:
+                    self._tls = tls_context(self._group)
+                kwargs["ssl_context"] = self._tls
+            if proxy:
+                manager = urllib3.ProxyManager(proxy, **kwargs)
+            else:
+                manager = urllib3.PoolManager(**kwargs)
+            self._managers[(proxy, parts.scheme)] = manager
+        return manager
 
-    def exchange(self, method, target, headers, body):
-        """The http.client response and body of one request.  A request
-        that fails on a kept-alive connection before any byte of answer
-        (the server closed it while idle: it never saw the request) is sent
-        again, once, on a fresh connection."""
-        conn = self._take()
-        reused = conn.sock is not None
+    def request(self, method, url, headers, body=None):
+        """One exchange; a ``Response``, or ``NotSent`` / ``MaybeSent``."""
+        pool, target = self._pool(url)
         try:
-            result = self._exchange_once(conn, method, target, headers, body)
-        except _STALE_CONNECTION:
-            if not reused:
-                raise
-            result = self._exchange_once(conn, method, target, headers, body)
-        self._give_back(conn)
-        return result
+            raw = pool.urlopen(
+                method, target, body=body, headers=headers, redirect=False,
+                retries=False, assert_same_host=False, preload_content=True,
+                decode_content=True)
+        except (u3_exc.NewConnectionError, u3_exc.ConnectTimeoutError,
+                u3_exc.NameResolutionError) as exc:
+            raise NotSent("Unable to establish connection to %s: %s"
+                          % (url, exc)) from exc
+        except u3_exc.SSLError as exc:
+            raise NotSent("SSL error for %s: %s" % (url, exc)) from exc
+        except (u3_exc.ProtocolError, u3_exc.ReadTimeoutError,
+                u3_exc.DecodeError, u3_exc.HTTPError, OSError) as exc:
+            raise MaybeSent("No answer from %s: %s" % (url, exc)) from exc
+        return Response(url, raw.status, raw.reason, raw.headers, raw.data)
 
-    @staticmethod
-    def _exchange_once(conn, method, target, headers, body):
-        try:
-            conn.putrequest(method, target, skip_accept_encoding=True)
-            for name, value in headers:
-                conn.putheader(name, value)
-            conn.endheaders(body)
-            response = conn.getresponse()
-        except BaseException:
-            conn.close()
-            raise
-        try:
-            content = response.read()
-        except Exception as exc:
-            conn.close()
-            raise _BodyError(exc)
-        except BaseException:
-            conn.close()
-            raise
-        return response, content
+    def clear(self):
+        """Close every pooled connection (after a fork: the parent's)."""
+        for manager in list(self._managers.values()):
+            manager.clear()
 
 
-class _BodyError(Exception):
-    """The connection broke while the response body was read."""
-
-    def __init__(self, cause):
-        super().__init__(str(cause))
-        self.cause = cause
-
-
-def connection_errors(url, call):
-    """``call()``, its failures raised as keystoneauth's Session raises
-    them through requests (so the retry policy above is unchanged):
-    timeouts ConnectTimeout, refused/reset/closed connections
-    ConnectFailure, TLS failures SSLError, a body cut short
-    UnknownConnectionError (except a timeout there: ConnectFailure)."""
-    try:
-        return call()
-    except _BodyError as exc:
-        if isinstance(exc.cause, (socket.timeout, TimeoutError)):
-            raise ks_exc.ConnectFailure(
-                "Unable to establish connection to %s: %s" % (url, exc.cause))
-        raise ks_exc.UnknownConnectionError(
-            "Unexpected exception for %s: %s" % (url, exc.cause), exc.cause)
-    except ssl.SSLError as exc:
-        raise ks_exc.SSLError(
-            "SSL exception connecting to %s: %s" % (url, exc))
-    except (socket.timeout, TimeoutError):
-        raise ks_exc.ConnectTimeout("Request to %s timed out" % url)
-    except (OSError, http.client.HTTPException) as exc:
-        raise ks_exc.ConnectFailure(
-            "Unable to establish connection to %s: %s" % (url, exc))
-
-
-ENDPOINTS = weakref.WeakSet()
 os.register_at_fork(after_in_child=lambda: [
-    endpoint.forget_connections() for endpoint in list(ENDPOINTS)])
+    transport.clear() for transport in list(_TRANSPORTS)])

@@ -15,7 +15,7 @@ import threading
 
 from oslo_log import log as logging
 
-from volattach import wsgi_server
+from volattach import embedded_server
 from volattach.volume import manager as manager_mod
 from volattach.volume import wsgi
 from volattach.volume.db import engine as db_engine
@@ -69,27 +69,16 @@ def start_heartbeat(conf, manager=None):
     return heartbeat
 
 
-class VolumeWSGIServer(wsgi_server.WSGIServer):
-    """The HTTP/1.1 keep-alive server of ``volattach.wsgi_server`` that
-    logs each request at DEBUG; ``shutdown`` also closes the socket and
-    stops the heartbeat."""
+class VolumeWSGIServer(embedded_server.Server):
+    """The in-process server of ``volattach.embedded_server`` whose
+    ``shutdown`` also stops the heartbeat."""
 
     heartbeat = None
-    access_log = LOG
 
-    @property
-    def port(self):
-        return self.server_address[1]
-
-    @property
-    def url(self):
-        return "http://%s:%d" % (self.server_address[0], self.port)
-
-    def shutdown(self):
+    def shutdown(self, timeout=5.0):
         if self.heartbeat is not None:
             self.heartbeat.stop()
-        super().shutdown()
-        self.server_close()
+        super().shutdown(timeout)
 
 
 def serve_in_thread(conf, host=None, port=None, heartbeat=True):
@@ -99,11 +88,11 @@ def serve_in_thread(conf, host=None, port=None, heartbeat=True):
     free port, see ``server.port``).  Returns ``(server, thread)``.
     """
     manager = manager_mod.VolumeManager(conf)
-    server = wsgi_server.serve_in_thread(
+    server = embedded_server.serve_in_thread(
         wsgi.make_app(conf, manager), host or conf.volume.listen,
         conf.volume.port if port is None else port,
-        name="volattach-volume-wsgi", server_class=VolumeWSGIServer,
-        poll_interval=0.1)
+        name="volattach-volume-wsgi", conf=conf,
+        server_class=VolumeWSGIServer, access_log=LOG)
     thread = server.thread
     if heartbeat:
         server.heartbeat = start_heartbeat(conf, manager)

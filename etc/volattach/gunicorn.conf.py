@@ -9,7 +9,7 @@ Bind address, workers and threads come from ``[api] listen``, ``port``,
 else of /etc/volattach/volattach.conf when it exists, else the defaults
 (127.0.0.1:8774, 2 workers, 4 threads).  Options on gunicorn's command line
 or in GUNICORN_CMD_ARGS override these.  ``volattach-api`` does the same
-without this file (volattach/wsgi_server.py).
+without this file (volattach/wsgi_server.py, the daemons' gunicorn runner).
 """
 import os
 

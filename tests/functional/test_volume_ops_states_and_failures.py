@@ -211,17 +211,16 @@ def _api_capped_at(conductor_version):
     capped at ``conductor_version`` (``[upgrade_levels] conductor``)."""
     from volattach.api import wsgi as api_wsgi
     from tests import utils
-    from volattach import wsgi_server
+    from volattach import embedded_server
     with override("upgrade_levels", conductor=conductor_version):
         app = api_wsgi.make_app(CONF)
     port = utils.free_port()
-    server = wsgi_server.serve_in_thread(app, "127.0.0.1", port,
-                                         name="api-capped")
+    server = embedded_server.serve_in_thread(app, "127.0.0.1", port,
+                                             name="api-capped")
     try:
         yield "http://127.0.0.1:%d" % port
     finally:
         server.shutdown()
-        server.server_close()
 
 
 def test_conductor_too_old_is_503_and_leaves_nothing(env, deployment):

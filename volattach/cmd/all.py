@@ -5,8 +5,9 @@ compute_hosts`` and the volume service, on SQLite and the in-process
 oslo.messaging driver (``volattach-inproc://``, ``rpc/inproc.py``) unless the
 configuration says otherwise (``transport_url``: ``kombu+memory:////`` for
 kombu's in-memory transport, or a RabbitMQ URL).  The README's first command
-runs this.  The API is served by a threaded WSGI server in this process
-(gunicorn would fork, and an in-process bus does not cross processes).
+runs this.  The API is served by waitress in this process
+(``volattach.embedded_server``: gunicorn would fork, and an in-process
+bus does not cross processes).
 """
 import logging
 import sys
@@ -33,7 +34,7 @@ class AllInOne:
         from volattach.db import migration
         from volattach.compute import service as compute_service
         from volattach.conductor import service as conductor_service
-        from volattach import wsgi_server
+        from volattach import embedded_server
 
         conf = self.conf
         objects.register_all()
@@ -60,8 +61,9 @@ class AllInOne:
         self.services.append(api_wsgi.register_api_service())
         self.api_app = api_wsgi.make_app(conf)
         if self.serve_api:
-            server = wsgi_server.serve_in_thread(self.api_app, conf.api.listen,
-                                                 conf.api.port, name="api")
+            server = embedded_server.serve_in_thread(
+                self.api_app, conf.api.listen, conf.api.port, name="api",
+                conf=conf)
             self.servers.append(server)
             LOG.info("compute API on http://%s:%s", conf.api.listen, conf.api.port)
         return self
@@ -70,7 +72,6 @@ class AllInOne:
         from volattach import rpc
         for server in self.servers:
             server.shutdown()
-            server.server_close()
         for svc in reversed(self.services):
             svc.stop()
         rpc.cleanup()

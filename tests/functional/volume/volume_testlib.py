@@ -15,7 +15,6 @@ Fixtures in conftest.py:
 import json
 import threading
 import uuid
-from wsgiref import simple_server
 
 import falcon.testing
 import pytest
@@ -193,20 +192,12 @@ def build_api(conf):
 
 
 
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 def serve_wsgi(app, port=0):
     """Serve any WSGI app over HTTP on loopback from a daemon thread;
     returns the server (``.url``, ``.port``, ``.shutdown()``)."""
-    server = simple_server.make_server(
-        "127.0.0.1", port, app, server_class=service.VolumeWSGIServer,
-        handler_class=_QuietHandler)
-    threading.Thread(target=server.serve_forever,
-                     kwargs={"poll_interval": 0.05}, daemon=True).start()
-    return server
+    from volattach import embedded_server
+    return embedded_server.serve_in_thread(
+        app, "127.0.0.1", port, name="volume-test-wsgi")
 
 
 class Recorder:

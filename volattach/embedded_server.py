@@ -1,0 +1,231 @@
+"""Serving a WSGI application from a thread of this process, with waitress.
+
+For ``volattach-all`` (the compute API and the volume service in one
+process) and the functional tests: gunicorn would fork, and the in-process
+message bus does not cross processes.  The daemons (``volattach-api``,
+``volattach-volume``) run gunicorn instead (``volattach.wsgi_server``).
+
+waitress reads and parses request heads in one event-loop thread and runs
+the application in a pool of ``[wsgi] threads`` threads, so a slow or idle
+client holds a socket, never a thread.  On top of waitress's own checks
+(header names are tokens, CRLF line ends inside the head, header names with
+an underscore dropped, ``Content-Length`` digits only, head and body size
+caps answered 431/413) this module adds:
+
+- request heads must end in CRLF: a bare LF anywhere in the head answers 400
+  at once (waitress alone would wait for a CRLF CRLF that never comes);
+- the request target is origin-form (``/path``) or ``*``: an absolute-form
+  target (``http://host/path``, what a client sends to a proxy) answers 400;
+- a request head not complete ``[wsgi] header_timeout`` seconds after its
+  first byte is cut off (the connection is closed), however slowly it
+  trickles in; idle kept-alive connections close after
+  ``[wsgi] keepalive_timeout``;
+- at most ``[wsgi] max_connections`` connections are open at once (waitress
+  stops accepting until one closes).
+"""
+import re
+import threading
+import time
+
+from oslo_config import cfg
+from oslo_log import log as logging
+from waitress import adjustments
+from waitress import channel as waitress_channel
+from waitress import parser as waitress_parser
+from waitress import server as waitress_server
+from waitress import utilities as waitress_utilities
+
+LOG = logging.getLogger(__name__)
+
+wsgi_opts = [
+    cfg.IntOpt("threads", default=8, min=1,
+               help="Threads that run the application, per in-process "
+                    "server (volattach-all's compute API and volume "
+                    "service). Connections do not hold threads."),
+    cfg.FloatOpt("header_timeout", default=20.0, min=0.1,
+                 help="Seconds a client has to send a whole request head "
+                      "(request line and headers) from its first byte; a "
+                      "slower one is disconnected."),
+    cfg.FloatOpt("keepalive_timeout", default=60.0, min=0.1,
+                 help="Seconds an idle kept-alive connection stays open."),
+    cfg.IntOpt("max_connections", default=256, min=1,
+               help="Connections an in-process server keeps open at once; "
+                    "past it, new connections wait in the listen backlog."),
+    cfg.IntOpt("max_request_body_size", default=1048576, min=1,
+               help="Bytes of request body the in-process server accepts "
+                    "(413 above). The transport-level guard: keep it at or "
+                    "above [oslo_middleware] max_request_body_size, which "
+                    "the applications answer with their own 413."),
+    cfg.IntOpt("max_request_header_size", default=65536, min=1024,
+               help="Bytes of request line and headers accepted (431 "
+                    "above)."),
+]
+
+
+_BARE_LF = re.compile(rb"(?<!\r)\n")
+
+
+class RequestParser(waitress_parser.HTTPRequestParser):
+    """waitress's parser, refusing bare LFs and absolute-form targets."""
+
+    def received(self, data):
+        if self.body_rcv is None and not self.completed:
+            head = self.header_plus + data
+            end = head.find(b"\r\n\r\n")
+            if _BARE_LF.search(head if end < 0 else head[:end]):
+                self.parse_header(b"GET / HTTP/1.0\r\n")
+                self.error = waitress_utilities.BadRequest(
+                    "Bare LF in the request head")
+                self.completed = True
+                self.connection_close = True
+                return len(data)
+        return super().received(data)
+
+    def parse_header(self, header_plus):
+        super().parse_header(header_plus)
+        if self.proxy_scheme or self.proxy_netloc:
+            raise waitress_parser.ParsingError(
+                "Absolute-form request target refused")
+
+
+class Channel(waitress_channel.HTTPChannel):
+    """A connection; remembers when the request head now arriving began."""
+
+    parser_class = RequestParser
+    head_started = None
+
+    def received(self, data):
+        now = time.monotonic()
+        if self.head_started is None and data:
+            self.head_started = now
+        before = self.request
+        result = super().received(data)
+        request = self.request
+        if request is None or request.headers_finished:
+            self.head_started = None
+        elif before is not None and request is not before:
+            self.head_started = now   # a pipelined request's head began
+        return result
+
+    def writable(self):
+        # While a task runs, its thread sends its own output (waitress's
+        # send_bytes is 1); the event loop takes over only past the high
+        # watermark or once the task is done.  Without this the loop spins
+        # on POLLOUT for as long as the task thread sits in send() or waits
+        # for the GIL, holding the GIL itself.
+        if (self.requests and not self.will_close
+                and not self.close_when_flushed
+                and self.total_outbufs_len <= self.adj.outbuf_high_watermark):
+            return False
+        return super().writable()
+
+
+class Server(waitress_server.TcpWSGIServer):
+    """One listening socket, its event loop thread and its threads."""
+
+    channel_class = Channel
+    header_timeout = 20.0
+    thread = None
+    name = "wsgi"
+
+    @property
+    def server_address(self):
+        return (self.effective_host, self.port)
+
+    @property
+    def port(self):
+        return int(self.effective_port)
+
+    @property
+    def url(self):
+        host = self.effective_host
+        if ":" in host:
+            host = "[%s]" % host
+        return "http://%s:%d" % (host, self.port)
+
+    def maintenance(self, now):
+        super().maintenance(now)
+        cutoff = time.monotonic() - self.header_timeout
+        for channel in list(self.active_channels.values()):
+            started = channel.head_started
+            if started is not None and started < cutoff:
+                LOG.debug("%s: request head from %s not complete after "
+                          "%.1f s, closing", self.name, channel.addr,
+                          self.header_timeout)
+                channel.will_close = True
+
+    def shutdown(self, timeout=5.0):
+        """Stop accepting, let running requests finish (up to ``timeout``
+        seconds), close every connection and end the loop thread."""
+        if self.thread is None:
+            return
+        self.task_dispatcher.shutdown(timeout=timeout)
+        closed = threading.Event()
+
+        def close_all():
+            self.asyncore.close_all(self._map)
+            closed.set()
+        self.trigger.pull_trigger(close_all)
+        self.thread.join(timeout)
+        if self.thread.is_alive():
+            LOG.warning("%s: event loop did not stop", self.name)
+        self.thread = None
+
+    def server_close(self):
+        """Kept for callers of the standard-library servers' API."""
+        self.shutdown()
+
+
+def _adjustments(conf, host, port):
+    wsgi = conf.wsgi
+    return adjustments.Adjustments(
+        host=host, port=port, threads=wsgi.threads,
+        # waitress counts its listening socket and its wake-up pipe too
+        connection_limit=wsgi.max_connections + 2,
+        channel_timeout=int(max(1, wsgi.keepalive_timeout)),
+        cleanup_interval=max(0.2, min(1.0, wsgi.header_timeout / 4)),
+        asyncore_loop_timeout=1,
+        max_request_body_size=wsgi.max_request_body_size,
+        max_request_header_size=wsgi.max_request_header_size,
+        ident="volattach", expose_tracebacks=False, asyncore_use_poll=True)
+
+
+def _logged(app, logger):
+    def logged_app(environ, start_response):
+        if logger.isEnabledFor(logging.DEBUG):
+            def logged_start_response(status, headers, exc_info=None):
+                logger.debug('%s - "%s %s" %s', environ.get("REMOTE_ADDR"),
+                             environ.get("REQUEST_METHOD"),
+                             environ.get("REQUEST_URI"), status[:3])
+                return start_response(status, headers, exc_info)
+            return app(environ, logged_start_response)
+        return app(environ, start_response)
+    return logged_app
+
+
+def make_server(app, host, port, conf=None, name="wsgi", server_class=Server,
+                access_log=None):
+    """A bound, listening server for ``app`` (port 0: any free port); run
+    it with ``server.run()``."""
+    if conf is None:
+        from volattach import conf as volattach_conf
+        conf = volattach_conf.CONF
+    if access_log is not None:
+        app = _logged(app, access_log)
+    adj = _adjustments(conf, host, port)
+    server = server_class(app, map={}, adj=adj, sockinfo=adj.listen[0])
+    server.header_timeout = conf.wsgi.header_timeout
+    server.name = name
+    return server
+
+
+def serve_in_thread(app, host, port, name="wsgi", conf=None,
+                    server_class=Server, access_log=None):
+    """Serve ``app`` from a daemon thread of this process; returns the
+    server (``server.thread``, ``server.port``, ``server.shutdown()``)."""
+    server = make_server(app, host, port, conf=conf, name=name,
+                         server_class=server_class, access_log=access_log)
+    thread = threading.Thread(target=server.run, name=name, daemon=True)
+    server.thread = thread
+    thread.start()
+    return server
