@@ -11,6 +11,8 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from volattach.wsgi import body as wsgi_body
+
 CONF = cfg.CONF
 
 DEFAULT_TRANSPORT_URL = "rabbit://guest:guest@127.0.0.1:5672/"
@@ -232,6 +234,7 @@ def register_opts(conf):
         conf.register_opts(opts, group=group)
     ks_loading.register_session_conf_options(conf, "cinder")
     ks_loading.register_auth_conf_options(conf, "cinder")
+    wsgi_body.register_opts(conf)
 
 
 register_opts(CONF)
@@ -246,7 +249,7 @@ def list_opts():
     for i, (group, opts) in enumerate(result):
         if group == "cinder":
             result[i] = (group, opts + ks)
-    return result
+    return result + wsgi_body.list_opts()
 
 
 def parse_args(argv, default_config_files=None, conf=CONF):

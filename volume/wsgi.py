@@ -9,9 +9,11 @@ Middleware, outermost first:
 
 1. ``RequestIdMiddleware``: ``x-openstack-request-id: req-<uuid>`` on every
    response, errors included;
-2. ``AuthMiddleware``: the RequestContext (noauth token or keystone
+2. ``BodyLimitMiddleware``: 413 above ``[oslo_middleware]
+   max_request_body_size``, 400 for JSON nested too deep to parse;
+3. ``AuthMiddleware``: the RequestContext (noauth token or keystone
    headers), the project id of the URL checked against it;
-3. ``MicroversionMiddleware``: ``OpenStack-API-Version: volume X.Y``.
+4. ``MicroversionMiddleware``: ``OpenStack-API-Version: volume X.Y``.
 
 Then the route table (``volume.routes``), thin handlers
 (``volume.handlers``), and one fault mapper (``volume.faults``) for every
@@ -38,6 +40,8 @@ def make_app(conf, manager=None):
     manager = manager or manager_mod.VolumeManager(conf)
     app = falcon.App(middleware=[
         middleware.RequestIdMiddleware(),
+        middleware.BodyLimitMiddleware(
+            conf.oslo_middleware.max_request_body_size),
         auth.AuthMiddleware(conf.volume.auth_strategy),
         middleware.MicroversionMiddleware(),
     ])
