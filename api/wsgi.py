@@ -39,6 +39,7 @@ from volattach.api import auth
 from volattach.api import common
 from volattach.api import faults
 from volattach.api import middleware
+from volattach.api import policy
 from volattach.api import routes
 
 LOG = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ def make_app(conf, compute_api=None):
     if compute_api is None:
         from volattach.compute import api as compute_api_module
         compute_api = compute_api_module.API()
+    policy.init(conf)
     application = make_router(conf, compute_api)
     for _name, wrap in reversed(MIDDLEWARE):
         application = wrap(application, conf)

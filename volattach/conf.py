@@ -10,6 +10,7 @@ import socket
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_log import log as logging
+from oslo_policy import opts as policy_opts
 
 from volattach.wsgi import body as wsgi_body
 
@@ -243,6 +244,7 @@ def register_opts(conf):
     ks_loading.register_session_conf_options(conf, "cinder")
     ks_loading.register_auth_conf_options(conf, "cinder")
     wsgi_body.register_opts(conf)
+    policy_opts.set_defaults(conf)  # registers [oslo_policy]
 
 
 register_opts(CONF)

@@ -21,6 +21,7 @@ from oslo_log import log as logging
 
 from volattach import exception
 from volattach.volume import backend as backend_mod
+from volattach.volume import policy as volume_policy
 from volattach.volume import states
 from volattach.volume.db import api as db
 from volattach.volume.db import engine as db_engine
@@ -40,8 +41,7 @@ MULTIATTACH_REMOVED = (
 
 
 def _require_admin(ctx, action):
-    if not ctx.is_admin:
-        raise exception.PolicyNotAuthorized(action=action)
+    volume_policy.authorize(ctx, action)
 
 
 def _scope(ctx, all_tenants=True):

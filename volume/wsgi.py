@@ -30,6 +30,7 @@ from volattach.volume import auth
 from volattach.volume import faults
 from volattach.volume import manager as manager_mod
 from volattach.volume import middleware
+from volattach.volume import policy
 from volattach.volume import routes
 
 CONFIG_FILE_ENV = "VOLATTACH_CONFIG_FILE"
@@ -37,6 +38,7 @@ CONFIG_FILE_ENV = "VOLATTACH_CONFIG_FILE"
 
 def make_app(conf, manager=None):
     """The volume API WSGI application for ``conf``."""
+    policy.init(conf)
     manager = manager or manager_mod.VolumeManager(conf)
     app = falcon.App(middleware=[
         middleware.RequestIdMiddleware(),
