@@ -2,5 +2,6 @@
 
 Each service supplies its own versions, header names and messages; the
 mechanisms live here (``body``: the request body cap and nesting bound;
-``insecure``: the refusal to serve noauth on a non-loopback address).
+``insecure``: the refusal to serve noauth on a non-loopback address;
+``policy``: the oslo.policy enforcer of a service's documented defaults).
 """

@@ -39,9 +39,13 @@ def test_override_makes_attachment_list_admin_only(tmp_path, facade):
     assert api.get(_url(server), token=ADMIN).status_code == 200
 
 
-def test_a_changed_policy_file_takes_effect_without_restart(tmp_path,
-                                                            facade):
+def test_a_changed_policy_file_takes_effect_without_restart(
+        tmp_path, facade, monkeypatch):
     import os
+
+    from volattach.wsgi import policy as wsgi_policy
+    # looked for every RELOAD_SECONDS (1 s): here at every check
+    monkeypatch.setattr(wsgi_policy, "RELOAD_SECONDS", 0)
     server = facade.add_instance()
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text("{}\n")
