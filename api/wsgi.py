@@ -28,6 +28,9 @@ that builds it; this is the only place the order is written down):
    response;
 6. router       (the falcon App): ``api.routes.ROUTES``; ``api.common.
    RequestScope`` fills ``req.context``; ``api.faults`` renders errors.
+
+``make_app`` also builds the policy enforcer of the configuration
+(``api.policy``, ``[oslo_policy] policy_file``).
 """
 import logging
 import os

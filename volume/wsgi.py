@@ -18,7 +18,8 @@ Middleware, outermost first:
 Then the route table (``volume.routes``), thin handlers
 (``volume.handlers``), and one fault mapper (``volume.faults``) for every
 error.  With ``[volume] auth_strategy = keystone`` keystonemiddleware's
-auth_token wraps the whole application.
+auth_token wraps the whole application.  ``make_app`` builds the policy
+enforcer of the configuration (``volume.policy``, ``[oslo_policy]``).
 """
 import os
 import threading
