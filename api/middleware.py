@@ -7,6 +7,9 @@
 - ``FaultWrapper``: any exception that escapes the layers inside it becomes
   a logged 500 ``computeFault`` (falcon renders the errors of handlers
   itself: see ``api.faults``).
+- ``BodyLimit``: refuses a body over ``[oslo_middleware]
+  max_request_body_size`` (413 ``overLimit``) or nested too deep to parse
+  (400), before authentication (``volattach.wsgi.body``).
 - ``Microversion``: negotiates the microversion (``api.microversions``),
   stores it in environ ``volattach.microversion``, answers 400/406 for bad
   requests, and adds the version headers and ``Vary`` to every response of
@@ -18,6 +21,7 @@ import uuid
 
 from volattach.api import faults
 from volattach.api import microversions
+from volattach.wsgi import body as body_limit
 
 LOG = logging.getLogger(__name__)
 
@@ -70,6 +74,19 @@ class FaultWrapper:
                           environ.get(ENV_REQUEST_ID))
             return faults.wsgi_fault(start_response, 500,
                                      faults.unexpected_message(exc))
+
+
+class BodyLimit:
+
+    def __init__(self, application, conf):
+        self.application = application
+        self.limit = conf.oslo_middleware.max_request_body_size
+
+    def __call__(self, environ, start_response):
+        refusal = body_limit.check(environ, self.limit)
+        if refusal is not None:
+            return faults.wsgi_fault(start_response, *refusal)
+        return self.application(environ, start_response)
 
 
 class Microversion:

@@ -18,14 +18,19 @@ that builds it; this is the only place the order is written down):
    response, whatever happens inside;
 2. fault wrapper (``api.middleware.FaultWrapper``): an exception escaping
    the layers below becomes a logged 500 ``computeFault``;
-3. auth         (``api.auth``, ``[api] auth_strategy``): noauth tokens or
+3. body limit  (``api.middleware.BodyLimit``): 413 above ``[oslo_middleware]
+   max_request_body_size``, 400 for JSON nested too deep to parse;
+4. auth         (``api.auth``, ``[api] auth_strategy``): noauth tokens or
    keystonemiddleware; sets the RequestContext or answers 401 (the version
    documents need no token);
-4. microversion (``api.middleware.Microversion``): negotiates the version,
+5. microversion (``api.middleware.Microversion``): negotiates the version,
    400/406 on bad requests, version headers and ``Vary`` on every versioned
    response;
-5. router       (the falcon App): ``api.routes.ROUTES``; ``api.common.
+6. router       (the falcon App): ``api.routes.ROUTES``; ``api.common.
    RequestScope`` fills ``req.context``; ``api.faults`` renders errors.
+
+``make_app`` also builds the policy enforcer of the configuration
+(``api.policy``, ``[oslo_policy] policy_file``).
 """
 import logging
 import os
@@ -37,6 +42,7 @@ from volattach.api import auth
 from volattach.api import common
 from volattach.api import faults
 from volattach.api import middleware
+from volattach.api import policy
 from volattach.api import routes
 
 LOG = logging.getLogger(__name__)
@@ -47,6 +53,7 @@ CONFIG_FILE_ENV = "VOLATTACH_CONFIG_FILE"
 MIDDLEWARE = (
     ("request id", lambda app, conf: middleware.RequestId(app)),
     ("fault wrapper", lambda app, conf: middleware.FaultWrapper(app)),
+    ("body limit", lambda app, conf: middleware.BodyLimit(app, conf)),
     ("auth", lambda app, conf: auth.middleware_for(conf)(app)),
     ("microversion", lambda app, conf: middleware.Microversion(app)),
 )
@@ -71,6 +78,7 @@ def make_app(conf, compute_api=None):
     if compute_api is None:
         from volattach.api import compute as compute_api_module
         compute_api = compute_api_module.API()
+    policy.init(conf)
     application = make_router(conf, compute_api)
     for _name, wrap in reversed(MIDDLEWARE):
         application = wrap(application, conf)

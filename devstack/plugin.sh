@@ -76,6 +76,11 @@ function configure_volattach {
         iniset "$VOLATTACH_CONF" volume auth_strategy "$VOLATTACH_AUTH_STRATEGY"
     fi
 
+    if [[ "$VOLATTACH_AUTH_STRATEGY" == "noauth" ]]; then
+        # a devstack without Keystone serves noauth on its service address
+        iniset "$VOLATTACH_CONF" DEFAULT allow_insecure_noauth True
+    fi
+
     if [[ "$VOLATTACH_AUTH_STRATEGY" == "keystone" ]]; then
         configure_keystone_authtoken_middleware "$VOLATTACH_CONF" volattach
         _volattach_keystone_auth cinder

@@ -10,6 +10,9 @@ import socket
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_log import log as logging
+from oslo_policy import opts as policy_opts
+
+from volattach.wsgi import body as wsgi_body
 
 from volattach import embedded_server
 
@@ -36,6 +39,11 @@ default_opts = [
     cfg.IntOpt("rpc_response_timeout_attach", default=60, min=1,
                help="Seconds the API waits for the conductor's answer to a "
                     "synchronous (below 2.101) volume attach."),
+    cfg.BoolOpt("allow_insecure_noauth", default=False,
+                help="Let the compute API and the volume service serve "
+                     "auth_strategy = noauth on a listen address that is "
+                     "not loopback (any caller can then claim to be "
+                     "admin).  Without it they refuse to start."),
 ]
 
 database_opts = [
@@ -75,13 +83,14 @@ api_opts = [
                help="gunicorn worker processes for the compute API."),
     cfg.IntOpt("threads", default=4, min=1,
                help="Threads per gunicorn worker (gthread worker class)."),
-    cfg.StrOpt("auth_strategy", default="noauth",
+    cfg.StrOpt("auth_strategy", default="keystone",
                choices=[("noauth", "X-Auth-Token: <user>:<project>[:<role>,"
                                    "<role>] sets the caller; role admin "
                                    "makes an admin"),
                         ("keystone", "keystonemiddleware validates tokens "
                                      "([keystone_authtoken])")],
-               help="How callers of the compute API are authenticated."),
+               help="How callers of the compute API are authenticated "
+                    "(volattach-all's embedded default is noauth)."),
     cfg.StrOpt("public_endpoint",
                help="Base URL used in links of API responses, when the API "
                     "is behind a proxy.  Default: the request's host URL."),
@@ -93,14 +102,15 @@ cinder_opts = [
     cfg.StrOpt("endpoint", default="http://127.0.0.1:8776/v3",
                help="Block storage (Cinder v3) endpoint, without the "
                     "project id: the client appends /<project_id>."),
-    cfg.StrOpt("auth_strategy", default="noauth",
+    cfg.StrOpt("auth_strategy", default="keystone",
                choices=[("noauth", "send X-Auth-Token: <user>:<project> of "
                                    "the caller (Cinder's noauth_include_"
                                    "project_id)"),
                         ("keystone", "forward the caller's token and add a "
                                      "service token from the keystoneauth "
                                      "options of this group")],
-               help="How the Cinder client authenticates."),
+               help="How the Cinder client authenticates (volattach-all's "
+                    "embedded default is noauth)."),
     cfg.FloatOpt("retry_seconds", default=20.0, min=0,
                  help="Connection errors and 503s from Cinder are retried "
                       "with backoff for at most this many seconds."),
@@ -192,9 +202,10 @@ volume_opts = [
                default="sqlite:///$state_path/volume.sqlite",
                secret=True,
                help="SQLAlchemy URL of the volume service's own database."),
-    cfg.StrOpt("auth_strategy", default="noauth",
+    cfg.StrOpt("auth_strategy", default="keystone",
                choices=["noauth", "keystone"],
-               help="How callers of the volume service are authenticated."),
+               help="How callers of the volume service are authenticated "
+                    "(volattach-all's embedded default is noauth)."),
     cfg.StrOpt("backend_name", default="fake",
                help="Name of the storage backend of the volume service."),
     cfg.BoolOpt("shared_targets", default=False,
@@ -242,10 +253,23 @@ def register_opts(conf):
         conf.register_opts(opts, group=group)
     ks_loading.register_session_conf_options(conf, "cinder")
     ks_loading.register_auth_conf_options(conf, "cinder")
+    wsgi_body.register_opts(conf)
+    policy_opts.set_defaults(conf)  # registers [oslo_policy]
 
 
 register_opts(CONF)
 logging.register_options(CONF)
+
+
+# volattach-all's embedded defaults: one process on loopback, noauth tokens.
+EMBEDDED_AUTH_GROUPS = ("api", "cinder", "volume")
+
+
+def set_embedded_defaults(conf):
+    """noauth as the default auth_strategy of every group (volattach-all
+    and in-process tests); a configuration file still wins."""
+    for group in EMBEDDED_AUTH_GROUPS:
+        conf.set_default("auth_strategy", "noauth", group=group)
 
 
 def list_opts():
@@ -256,7 +280,7 @@ def list_opts():
     for i, (group, opts) in enumerate(result):
         if group == "cinder":
             result[i] = (group, opts + ks)
-    return result
+    return result + wsgi_body.list_opts()
 
 
 def parse_args(argv, default_config_files=None, conf=CONF):

@@ -23,6 +23,7 @@ from volattach import exception
 from volattach.volume import backend as backend_mod
 from volattach.volume import compute_client
 from volattach.volume import legacy_attach
+from volattach.volume import policy as volume_policy
 from volattach.volume import states
 from volattach.volume import volume_migration
 from volattach.volume.db import api as db
@@ -50,8 +51,7 @@ MULTIATTACH_REMOVED = (
 
 
 def _require_admin(ctx, action):
-    if not ctx.is_admin:
-        raise exception.PolicyNotAuthorized(action=action)
+    volume_policy.authorize(ctx, action)
 
 
 def _scope(ctx, all_tenants=True):

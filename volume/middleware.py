@@ -1,5 +1,6 @@
 """Falcon middleware of the volume API other than authentication: the
-request id and the microversion.  The order is set in ``volume.wsgi``.
+request id, the body limit and the microversion.  The order is set in
+``volume.wsgi``.
 """
 import re
 import uuid
@@ -7,6 +8,7 @@ import uuid
 import falcon
 
 from volattach.volume import microversion as mv
+from volattach.wsgi import body as body_limit
 
 REQUEST_ID_HEADER = "x-openstack-request-id"
 _GLOBAL_ID_RE = re.compile(r"^req-[a-f0-9]{8}(-[a-f0-9]{4}){3}-[a-f0-9]{12}$")
@@ -26,6 +28,25 @@ class RequestIdMiddleware:
         request_id = getattr(req.context, "request_id", None)
         if request_id:
             resp.set_header(REQUEST_ID_HEADER, request_id)
+
+
+class BodyLimitMiddleware:
+    """Refuse a body over ``[oslo_middleware] max_request_body_size`` (413
+    ``overLimit``) or JSON nested too deep to parse (400), before
+    authentication; an accepted body is read again from memory."""
+
+    def __init__(self, limit):
+        self.limit = limit
+
+    def process_request(self, req, resp):
+        refusal = body_limit.check(req.env, self.limit)
+        req.stream = req.env["wsgi.input"]
+        if refusal is None:
+            return
+        status, message = refusal
+        if status == 413:
+            raise falcon.HTTPError(falcon.HTTP_413, description=message)
+        raise falcon.HTTPBadRequest(description=message)
 
 
 class MicroversionMiddleware:

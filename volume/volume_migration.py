@@ -26,6 +26,7 @@ import threading
 from oslo_log import log as logging
 
 from volattach import exception
+from volattach.volume import policy as volume_policy
 from volattach.volume import states
 from volattach.volume.db import api as db
 
@@ -44,8 +45,7 @@ RETYPE_REFUSED = (
 
 
 def _require_admin(ctx, action):
-    if not ctx.is_admin:
-        raise exception.PolicyNotAuthorized(action=action)
+    volume_policy.authorize(ctx, action)
 
 
 def _scope(ctx):

@@ -9,14 +9,17 @@ Middleware, outermost first:
 
 1. ``RequestIdMiddleware``: ``x-openstack-request-id: req-<uuid>`` on every
    response, errors included;
-2. ``AuthMiddleware``: the RequestContext (noauth token or keystone
+2. ``BodyLimitMiddleware``: 413 above ``[oslo_middleware]
+   max_request_body_size``, 400 for JSON nested too deep to parse;
+3. ``AuthMiddleware``: the RequestContext (noauth token or keystone
    headers), the project id of the URL checked against it;
-3. ``MicroversionMiddleware``: ``OpenStack-API-Version: volume X.Y``.
+4. ``MicroversionMiddleware``: ``OpenStack-API-Version: volume X.Y``.
 
 Then the route table (``volume.routes``), thin handlers
 (``volume.handlers``), and one fault mapper (``volume.faults``) for every
 error.  With ``[volume] auth_strategy = keystone`` keystonemiddleware's
-auth_token wraps the whole application.
+auth_token wraps the whole application.  ``make_app`` builds the policy
+enforcer of the configuration (``volume.policy``, ``[oslo_policy]``).
 """
 import os
 import threading
@@ -28,6 +31,7 @@ from volattach.volume import auth
 from volattach.volume import faults
 from volattach.volume import manager as manager_mod
 from volattach.volume import middleware
+from volattach.volume import policy
 from volattach.volume import routes
 
 CONFIG_FILE_ENV = "VOLATTACH_CONFIG_FILE"
@@ -35,9 +39,12 @@ CONFIG_FILE_ENV = "VOLATTACH_CONFIG_FILE"
 
 def make_app(conf, manager=None):
     """The volume API WSGI application for ``conf``."""
+    policy.init(conf)
     manager = manager or manager_mod.VolumeManager(conf)
     app = falcon.App(middleware=[
         middleware.RequestIdMiddleware(),
+        middleware.BodyLimitMiddleware(
+            conf.oslo_middleware.max_request_body_size),
         auth.AuthMiddleware(conf.volume.auth_strategy),
         middleware.MicroversionMiddleware(),
     ])

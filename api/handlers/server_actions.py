@@ -11,9 +11,8 @@ from volattach.api.schemas import servers as schemas
 from volattach import exception
 
 
-# Nova's rule and default for os-resetState (admin only)
+# Nova's rule for os-resetState (admin only: api/policies.py)
 RESET_STATE_POLICY = "os_compute_api:os-admin-actions:reset_state"
-policy.POLICIES.setdefault(RESET_STATE_POLICY, "admin_api")
 
 
 class ServerAction(common.Resource):

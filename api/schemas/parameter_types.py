@@ -104,7 +104,7 @@ personality = {
     "items": {
         "type": "object",
         "properties": {
-            "path": {"type": "string"},
+            "path": {"type": "string", "maxLength": 255},
             "contents": {"type": "string", "format": "base64"},
         },
         "additionalProperties": False,
@@ -117,8 +117,10 @@ trusted_certs = {
 }
 
 # Nova's match_device(): /dev/ + optional x, optional letter, optional d,
-# then letters and an optional partition number.
+# then letters and an optional partition number; at most the 255
+# characters of the block-device record's device_name column.
 device_name = {
     "type": ["string", "null"],
     "pattern": "(^/dev/x{0,1}[a-z]{0,1}d{0,1})([a-z]+)[0-9]*$",
+    "maxLength": 255,
 }

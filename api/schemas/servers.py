@@ -51,7 +51,7 @@ _hints = {
         "query": {"type": ["string", "object"]},
         "target_cell": parameter_types.name,
         "different_cell": {"type": ["string", "array"],
-                           "items": {"type": "string"}},
+                           "items": {"type": "string", "maxLength": 255}},
         "build_near_host_ip": parameter_types.ip_address,
         "cidr": {"type": "string", "pattern": "^/[0-9a-f.:]+$"},
     },
@@ -78,7 +78,7 @@ create_v21 = {
                             "fixed_ip": parameter_types.ip_address,
                             "port": {"type": ["string", "null"],
                                      "format": "uuid"},
-                            "uuid": {"type": "string"},
+                            "uuid": {"type": "string", "maxLength": 255},
                         },
                         "additionalProperties": False,
                     },
@@ -327,8 +327,9 @@ unshelve_v277 = _action("unshelve", {
 })
 unshelve_v291 = _action("unshelve", {
     "type": ["object", "null"],
-    "properties": {"availability_zone": {"type": ["string", "null"]},
-                   "host": {"type": "string"}},
+    "properties": {"availability_zone": {"type": ["string", "null"],
+                                         "maxLength": 255},
+                   "host": {"type": "string", "maxLength": 255}},
     "additionalProperties": False,
 })
 

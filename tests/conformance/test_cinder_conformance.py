@@ -641,6 +641,7 @@ def volattach_volume(tmp_path_factory):
         ("volume", "connection"): "sqlite:///%s/volume.sqlite" % state_path,
         ("volume", "port"): utils.free_port(),
         ("volume", "host"): "cinderhost",
+        ("volume", "auth_strategy"): "noauth",
     }
     for (group, name), value in settings.items():
         CONF.set_override(name, value, group=group)

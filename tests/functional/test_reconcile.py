@@ -206,7 +206,8 @@ def _manage(deployment, tmp_path, *args):
     conf = tmp_path / "manage.conf"
     conf.write_text(
         "[DEFAULT]\nstate_path = %s\n[database]\nconnection = %s\n"
-        "[volume]\nconnection = %s\n[cinder]\nendpoint = %s\n" % (
+        "[volume]\nconnection = %s\n"
+        "[cinder]\nauth_strategy = noauth\nendpoint = %s\n" % (
             CONF.state_path, CONF.database.connection, CONF.volume.connection,
             CONF.cinder.endpoint))
     env = dict(os.environ, PYTHONUNBUFFERED="1")

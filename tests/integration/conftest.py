@@ -317,13 +317,15 @@ class Deployment:
                 "service_down_time": "20",
             },
             "database": {"connection": self.database_url},
+            # the daemons default to keystone: these tests use noauth tokens
             "api": {"listen": "127.0.0.1", "port": self.api_port,
-                    "workers": 2, "threads": 2},
+                    "workers": 2, "threads": 2, "auth_strategy": "noauth"},
             "volume": {"listen": "127.0.0.1", "port": self.volume_port,
                        "workers": 1, "connection": self.volume_database_url,
-                       "compute_endpoint": f"{self.api_url}/v2.1"},
+                       "compute_endpoint": f"{self.api_url}/v2.1",
+                       "auth_strategy": "noauth"},
             "cinder": {"endpoint": f"{self.volume_url}/v3",
-                       "retry_seconds": 10},
+                       "retry_seconds": 10, "auth_strategy": "noauth"},
         })
         for name, (_, extra) in self.daemons.items():
             files = [self.conf_path]

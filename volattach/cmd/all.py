@@ -1,5 +1,6 @@
 """volattach-all: every role in one process, on embedded defaults.
 
+noauth is its default ``auth_strategy`` (the daemons default to keystone).
 The compute API, the conductor, the computes named by ``[all]
 compute_hosts`` and the volume service, on SQLite and the in-process
 oslo.messaging driver (``volattach-inproc://``, ``rpc/inproc.py``) unless the
@@ -35,8 +36,14 @@ class AllInOne:
         from volattach.compute import service as compute_service
         from volattach.conductor import service as conductor_service
         from volattach import embedded_server
+        from volattach.wsgi import insecure
 
         conf = self.conf
+        volattach_conf.set_embedded_defaults(conf)
+        if self.serve_api:
+            insecure.check_api(conf)
+        if conf.all.run_volume_service:
+            insecure.check_volume(conf)
         objects.register_all()
         url = rpc._configured_url(conf) or volattach_conf.MEMORY_TRANSPORT_URL
         rpc.init(conf, url=url)
@@ -78,11 +85,16 @@ class AllInOne:
 
 
 def main(argv=None):
-    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
     conf = volattach_conf.CONF
+    volattach_conf.set_embedded_defaults(conf)
+    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
     if conf.api.workers > 1:
         conf.set_override("workers", 1, group="api")
-    deployment = AllInOne(conf).start()
+    from volattach.wsgi import insecure
+    try:
+        deployment = AllInOne(conf).start()
+    except insecure.InsecureNoauth as exc:
+        sys.exit("volattach-all: %s" % exc)
     print("volattach-all: compute API http://%s:%s/v2.1  volume service "
           "http://%s:%s/v3  (token 'X-Auth-Token: <user>:<project>[:admin]')"
           % (conf.api.listen, conf.api.port, conf.volume.listen, conf.volume.port),

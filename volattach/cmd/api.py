@@ -5,7 +5,9 @@ configuration files in ``VOLATTACH_CONFIG_FILE`` (colon-separated: what
 ``api.wsgi`` reads in a worker that finds the configuration unparsed), then
 runs gunicorn on ``api.wsgi:application`` bound to ``[api] listen`` and
 ``[api] port`` with ``[api] workers`` processes of ``[api] threads``
-threads.  Each worker creates its own RPC transport after the fork.
+threads.  It refuses to start with noauth on a non-loopback address
+(``volattach.wsgi.insecure``).  Each worker creates its own RPC transport
+after the fork.
 """
 import os
 import sys
@@ -13,6 +15,7 @@ import sys
 from volattach.api import wsgi as api_wsgi
 from volattach import conf as volattach_conf
 from volattach import wsgi_server
+from volattach.wsgi import insecure
 
 APP_URI = "volattach.api.wsgi:application"
 
@@ -28,6 +31,10 @@ def main(argv=None, conf=None):
     conf = volattach_conf.CONF if conf is None else conf
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
                               conf=conf)
+    try:
+        insecure.check_api(conf)
+    except insecure.InsecureNoauth as exc:
+        sys.exit("volattach-api: %s" % exc)
     os.environ[api_wsgi.CONFIG_FILE_ENV] = ":".join(conf.config_file or [])
     wsgi_server.run(APP_URI, bind=bind_address(conf), workers=conf.api.workers,
                     threads=conf.api.threads)

@@ -3,7 +3,8 @@
 Parses the configuration, runs the volume database migrations, registers
 the service (and keeps its heartbeat from the gunicorn master), then serves
 ``volume.wsgi:application`` with gunicorn on ``[volume] listen``/``port``
-with ``[volume] workers`` processes.
+with ``[volume] workers`` processes.  It refuses to start with noauth on
+a non-loopback address (``volattach.wsgi.insecure``).
 """
 import sys
 
@@ -17,9 +18,14 @@ def _bind(host, port):
 
 def main(argv=None):
     from volattach.volume import service
+    from volattach.wsgi import insecure
 
     conf = volattach_conf.CONF
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        insecure.check_volume(conf)
+    except insecure.InsecureNoauth as exc:
+        sys.exit("volattach-volume: %s" % exc)
     service.prepare(conf)
     service.start_heartbeat(conf)
     wsgi_server.run("volattach.volume.wsgi:application",

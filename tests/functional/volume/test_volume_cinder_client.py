@@ -29,6 +29,7 @@ ADMIN_CTX = volattach_context.RequestContext(
 def client_conf(endpoint, **cinder):
     conf = cfg.ConfigOpts()
     volattach_conf.register_opts(conf)
+    volattach_conf.set_embedded_defaults(conf)  # noauth
     conf([], default_config_files=[])
     conf.set_override("endpoint", endpoint, group="cinder")
     conf.set_override("retry_seconds", 2.0, group="cinder")

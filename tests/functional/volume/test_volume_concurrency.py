@@ -37,7 +37,7 @@ class VolumeService:
         conf_path.write_text(
             "[DEFAULT]\nstate_path = %s\nreport_interval = 1\n"
             "[volume]\nlisten = 127.0.0.1\nport = %d\nworkers = %d\n"
-            "host = concurrency\nconnection = %s\n"
+            "host = concurrency\nconnection = %s\nauth_strategy = noauth\n"
             % (tmp_path / "state", self.port, workers, db_url))
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(

@@ -57,6 +57,7 @@ def connector(host="compute-1", **extra):
 def make_conf(state_path, **volume_overrides):
     conf = cfg.ConfigOpts()
     volattach_conf.register_opts(conf)
+    volattach_conf.set_embedded_defaults(conf)  # noauth
     conf([], default_config_files=[])
     conf.set_override("state_path", str(state_path))
     conf.set_override("host", "testhost", group="volume")

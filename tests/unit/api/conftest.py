@@ -23,6 +23,7 @@ SERVICE = "cinder:service-project:service"
 def make_conf(**api_overrides):
     conf = cfg.ConfigOpts()
     volattach_conf.register_opts(conf)
+    volattach_conf.set_embedded_defaults(conf)  # noauth
     conf([], project="volattach", default_config_files=[])
     for name, value in api_overrides.items():
         conf.set_override(name, value, group="api")

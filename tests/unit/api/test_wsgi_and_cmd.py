@@ -16,18 +16,20 @@ from volattach.cmd import api as cmd_api
 
 def test_middleware_order_is_the_documented_one(conf, facade):
     assert [name for name, _wrap in api_wsgi.MIDDLEWARE] == \
-        ["request id", "fault wrapper", "auth", "microversion"]
+        ["request id", "fault wrapper", "body limit", "auth", "microversion"]
     app = api_wsgi.make_app(conf, compute_api=facade)
     layers = []
     while hasattr(app, "application"):
         layers.append(type(app))
         app = app.application
     assert layers == [middleware.RequestId, middleware.FaultWrapper,
-                      auth.NoAuth, middleware.Microversion]
+                      middleware.BodyLimit, auth.NoAuth,
+                      middleware.Microversion]
     assert type(app).__module__.startswith("falcon")
     doc = api_wsgi.__doc__
     assert doc.index("request id") < doc.index("fault wrapper") < \
-        doc.index("auth ") < doc.index("microversion") < doc.index("router")
+        doc.index("body limit") < doc.index("auth ") < \
+        doc.index("microversion") < doc.index("router")
 
 
 def _private_conf():
@@ -108,3 +110,40 @@ def test_bind_address_brackets_ipv6():
     conf([], default_config_files=[])
     conf.set_override("listen", "::1", group="api")
     assert cmd_api.bind_address(conf) == "[::1]:8774"
+
+
+def test_volattach_api_refuses_noauth_beyond_loopback(tmp_path, monkeypatch):
+    config = tmp_path / "api.conf"
+    config.write_text("[api]\nlisten = 0.0.0.0\nauth_strategy = noauth\n")
+    calls = []
+    monkeypatch.setattr(wsgi_server, "run",
+                        lambda *a, **kw: calls.append((a, kw)))
+    with pytest.raises(SystemExit) as exc:
+        cmd_api.main(["--config-file", str(config)], conf=_private_conf())
+    assert "[DEFAULT] allow_insecure_noauth" in str(exc.value)
+    assert calls == []
+
+
+def test_volattach_api_noauth_beyond_loopback_when_allowed(tmp_path,
+                                                          monkeypatch):
+    config = tmp_path / "api.conf"
+    config.write_text("[DEFAULT]\nallow_insecure_noauth = true\n"
+                      "[api]\nlisten = 0.0.0.0\nauth_strategy = noauth\n")
+    monkeypatch.setenv(api_wsgi.CONFIG_FILE_ENV, "")
+    calls = []
+    monkeypatch.setattr(wsgi_server, "run",
+                        lambda *a, **kw: calls.append((a, kw)))
+    cmd_api.main(["--config-file", str(config)], conf=_private_conf())
+    assert len(calls) == 1
+
+
+def test_daemon_defaults_are_keystone_and_all_in_one_is_noauth():
+    conf = _private_conf()
+    conf([], default_config_files=[])
+    assert (conf.api.auth_strategy, conf.volume.auth_strategy,
+            conf.cinder.auth_strategy) == ("keystone",) * 3
+    embedded = _private_conf()
+    volattach_conf.set_embedded_defaults(embedded)
+    embedded([], default_config_files=[])
+    assert (embedded.api.auth_strategy, embedded.volume.auth_strategy,
+            embedded.cinder.auth_strategy) == ("noauth",) * 3

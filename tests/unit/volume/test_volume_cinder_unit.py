@@ -65,6 +65,7 @@ def test_404_uses_the_callers_not_found():
 def make_conf(**cinder_opts):
     conf = cfg.ConfigOpts()
     volattach_conf.register_opts(conf)
+    volattach_conf.set_embedded_defaults(conf)  # noauth
     conf([], default_config_files=[])
     for key, value in cinder_opts.items():
         conf.set_override(key, value, group="cinder")

@@ -1,0 +1,166 @@
+"""The compute API's policy defaults: Nova's rule names, check strings and
+scope types (``oslo.policy.policies`` entry point ``volattach-compute``).
+
+Overrides go in the file of ``[oslo_policy] policy_file`` (policy.yaml).
+Where volattach keeps an older answer than Nova's current default, the
+description says so.
+"""
+from oslo_policy import policy
+
+ADMIN = "rule:context_is_admin"
+PROJECT_MEMBER_OR_ADMIN = "rule:project_member_or_admin"
+PROJECT_READER_OR_ADMIN = "rule:project_reader_or_admin"
+ANY = "@"
+SCOPE = ["project"]
+
+_BASE = [
+    policy.RuleDefault("context_is_admin", "role:admin",
+                       "Decides what is required for the 'is_admin:True' "
+                       "check to succeed."),
+    policy.RuleDefault("admin_or_owner",
+                       "is_admin:True or project_id:%(project_id)s",
+                       "Default rule for most non-Admin APIs."),
+    policy.RuleDefault("admin_api", "is_admin:True",
+                       "Default rule for most Admin APIs."),
+    policy.RuleDefault("project_member_api",
+                       "role:member and project_id:%(project_id)s",
+                       "Default rule for Project level non admin APIs."),
+    policy.RuleDefault("project_reader_api",
+                       "role:reader and project_id:%(project_id)s",
+                       "Default rule for Project level read only APIs."),
+    policy.RuleDefault("project_member_or_admin",
+                       "rule:project_member_api or rule:context_is_admin",
+                       "Default rule for Project Member or admin APIs."),
+    policy.RuleDefault("project_reader_or_admin",
+                       "rule:project_reader_api or rule:context_is_admin",
+                       "Default rule for Project reader or admin APIs."),
+    policy.RuleDefault("service_api",
+                       "role:service or service_roles:service",
+                       "Default rule for service-to-service APIs (a role "
+                       "of the user token or of the service token)."),
+    policy.RuleDefault("service_or_admin",
+                       "rule:service_api or rule:context_is_admin",
+                       "Default rule for service or admin APIs."),
+]
+
+
+def _rule(name, check_str, description, operations):
+    return policy.DocumentedRuleDefault(
+        name=name, check_str=check_str, description=description,
+        operations=[{"method": m, "path": p} for m, p in operations],
+        scope_types=SCOPE)
+
+
+_S = "os_compute_api:servers:%s"
+_VA = "os_compute_api:os-volumes-attachments:%s"
+_IA = "os_compute_api:os-instance-actions:%s"
+_SERVER = "/servers/{server_id}"
+_ACTION = _SERVER + "/action (%s)"
+_ATT = _SERVER + "/os-volume_attachments"
+
+_RULES = [
+    _rule("os_compute_api:os-flavor-manage:list", ANY,
+          "List flavors (volattach's name: Nova checks no policy here)",
+          [("GET", "/flavors"), ("GET", "/flavors/detail"),
+           ("GET", "/flavors/{flavor_id}")]),
+    _rule("os_compute_api:os-services:list", ADMIN, "List all running "
+          "Compute services in a region.", [("GET", "/os-services")]),
+    _rule(_S % "index", PROJECT_READER_OR_ADMIN, "List all servers",
+          [("GET", "/servers")]),
+    _rule(_S % "detail", PROJECT_READER_OR_ADMIN,
+          "List all servers with detailed information",
+          [("GET", "/servers/detail")]),
+    _rule(_S % "index:get_all_tenants", ADMIN,
+          "List all servers for all projects", [("GET", "/servers")]),
+    _rule(_S % "detail:get_all_tenants", ADMIN,
+          "List all servers with detailed information for all projects",
+          [("GET", "/servers/detail")]),
+    _rule(_S % "allow_all_filters", ADMIN,
+          "Allow all filters when listing servers",
+          [("GET", "/servers"), ("GET", "/servers/detail")]),
+    _rule(_S % "show", PROJECT_READER_OR_ADMIN, "Show a server",
+          [("GET", _SERVER)]),
+    _rule(_S % "show:host_status", ADMIN,
+          "Show a server with additional host status information",
+          [("GET", _SERVER), ("GET", "/servers/detail")]),
+    _rule(_S % "create", PROJECT_MEMBER_OR_ADMIN, "Create a server",
+          [("POST", "/servers")]),
+    _rule(_S % "create:forced_host", ADMIN,
+          "Create a server on the specified host and/or node",
+          [("POST", "/servers")]),
+    _rule(_S % "create:requested_destination", ADMIN,
+          "Create a server on the requested compute service host and/or "
+          "hypervisor_hostname", [("POST", "/servers")]),
+    _rule(_S % "delete", PROJECT_MEMBER_OR_ADMIN, "Delete a server",
+          [("DELETE", _SERVER)]),
+    _rule(_S % "start", PROJECT_MEMBER_OR_ADMIN, "Start a server",
+          [("POST", _ACTION % "os-start")]),
+    _rule(_S % "stop", PROJECT_MEMBER_OR_ADMIN, "Stop a server",
+          [("POST", _ACTION % "os-stop")]),
+    _rule("os_compute_api:os-extended-server-attributes", ADMIN,
+          "Return extended attributes for server",
+          [("GET", _SERVER), ("GET", "/servers/detail")]),
+    _rule("os_compute_api:os-pause-server:pause", PROJECT_MEMBER_OR_ADMIN,
+          "Pause a server", [("POST", _ACTION % "pause")]),
+    _rule("os_compute_api:os-pause-server:unpause", PROJECT_MEMBER_OR_ADMIN,
+          "Unpause a paused server", [("POST", _ACTION % "unpause")]),
+    _rule("os_compute_api:os-lock-server:lock", PROJECT_MEMBER_OR_ADMIN,
+          "Lock a server", [("POST", _ACTION % "lock")]),
+    _rule("os_compute_api:os-lock-server:unlock", PROJECT_MEMBER_OR_ADMIN,
+          "Unlock a server", [("POST", _ACTION % "unlock")]),
+    _rule("os_compute_api:os-lock-server:unlock:unlock_override", ADMIN,
+          "Unlock a server, regardless who locked the server",
+          [("POST", _ACTION % "unlock")]),
+    _rule("os_compute_api:os-shelve:shelve", PROJECT_MEMBER_OR_ADMIN,
+          "Shelve server", [("POST", _ACTION % "shelve")]),
+    _rule("os_compute_api:os-shelve:shelve_offload", ADMIN,
+          "Shelf-offload (remove) server",
+          [("POST", _ACTION % "shelveOffload")]),
+    _rule("os_compute_api:os-shelve:unshelve", PROJECT_MEMBER_OR_ADMIN,
+          "Unshelve (restore) shelved server",
+          [("POST", _ACTION % "unshelve")]),
+    _rule("os_compute_api:os-shelve:unshelve_to_host", ADMIN,
+          "Unshelve (restore) shelve offloaded server to a specific host",
+          [("POST", _ACTION % "unshelve")]),
+    _rule("os_compute_api:os-admin-actions:reset_state", ADMIN,
+          "Reset the state of a given server",
+          [("POST", _ACTION % "os-resetState")]),
+    _rule("os_compute_api:os-migrate-server:migrate_live", ADMIN,
+          "Live migrate a server to a new host without a reboot",
+          [("POST", _ACTION % "os-migrateLive")]),
+    _rule(_VA % "index", PROJECT_READER_OR_ADMIN,
+          "List volume attachments for an instance", [("GET", _ATT)]),
+    _rule(_VA % "show", PROJECT_READER_OR_ADMIN,
+          "Show details of a volume attachment",
+          [("GET", _ATT + "/{volume_id}")]),
+    _rule(_VA % "create", PROJECT_MEMBER_OR_ADMIN,
+          "Attach a volume to an instance", [("POST", _ATT)]),
+    _rule(_VA % "update", PROJECT_MEMBER_OR_ADMIN,
+          "Update a volume attachment (delete_on_termination, 2.85)",
+          [("PUT", _ATT + "/{volume_id}")]),
+    _rule(_VA % "swap", "rule:service_or_admin",
+          "Update a volume attachment with a different volumeId (swap). "
+          "Nova's current default is the service role only; volattach "
+          "keeps admins allowed.", [("PUT", _ATT + "/{volume_id}")]),
+    _rule(_VA % "delete", PROJECT_MEMBER_OR_ADMIN,
+          "Detach a volume from an instance",
+          [("DELETE", _ATT + "/{volume_id}")]),
+    _rule(_IA % "list", PROJECT_READER_OR_ADMIN,
+          "List actions for a server",
+          [("GET", _SERVER + "/os-instance-actions")]),
+    _rule(_IA % "show", PROJECT_READER_OR_ADMIN,
+          "Show action details for a server",
+          [("GET", _SERVER + "/os-instance-actions/{request_id}")]),
+    _rule(_IA % "events", ADMIN,
+          "Add events details in action details for a server",
+          [("GET", _SERVER + "/os-instance-actions/{request_id}")]),
+    _rule(_IA % "events:details", PROJECT_READER_OR_ADMIN,
+          "Add details (host, hostId, details) to events of an action "
+          "(2.84); volattach keeps the owner allowed, Nova's default is "
+          "admin only.",
+          [("GET", _SERVER + "/os-instance-actions/{request_id}")]),
+]
+
+
+def list_rules():
+    return _BASE + _RULES
