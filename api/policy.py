@@ -74,6 +74,8 @@ POLICIES = {
     _VA % "update": "admin_or_owner",
     _VA % "swap": "admin_or_service",
     _VA % "delete": "admin_or_owner",
+    "os_compute_api:ips:index": "admin_or_owner",
+    "os_compute_api:ips:show": "admin_or_owner",
     _IA % "list": "admin_or_owner",
     _IA % "show": "admin_or_owner",
     _IA % "events": "admin_api",

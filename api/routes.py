@@ -9,6 +9,7 @@ takes the project id out and checks it against the caller's).
 """
 from volattach.api.handlers import flavors
 from volattach.api.handlers import instance_actions
+from volattach.api.handlers import ips
 from volattach.api.handlers import server_actions
 from volattach.api.handlers import servers
 from volattach.api.handlers import services
@@ -37,6 +38,9 @@ ROUTES = (
      volume_attachments.VolumeAttachments, None),
     (V21 + _SERVER + "/os-volume_attachments/{volume_id}",
      volume_attachments.VolumeAttachments, "item"),
+    # os-server-ips
+    (V21 + _SERVER + "/ips", ips.ServerIps, None),
+    (V21 + _SERVER + "/ips/{network_label}", ips.ServerIps, "item"),
     # instance actions
     (V21 + _SERVER + "/os-instance-actions",
      instance_actions.InstanceActions, None),
