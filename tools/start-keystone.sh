@@ -29,6 +29,8 @@
 #   VOLATTACH_KEYSTONE_ADMIN_PASSWORD    default "admin"
 #   VOLATTACH_KEYSTONE_SERVICE_PASSWORD  default "volattach"
 #   VOLATTACH_COMPUTE_PORT, VOLATTACH_VOLUME_PORT   catalog ports (8774, 8776)
+#   VOLATTACH_CATALOG_NETWORK_URL  when set, a "network" endpoint at this URL
+#                                  (the tempest job's network stand-in)
 #
 # Stop it with: tools/start-keystone.sh --stop
 set -euo pipefail
@@ -138,11 +140,12 @@ fi
 # -- catalog, roles and the service user (idempotent) ------------------------------
 log "catalog: compute :$COMPUTE_PORT, volumev3 + block-storage :$VOLUME_PORT"
 "$VENV/bin/python" - "$URL" "$ADMIN_PASSWORD" "$SERVICE_PASSWORD" \
-    "$COMPUTE_PORT" "$VOLUME_PORT" <<'EOF' >&2
+    "$COMPUTE_PORT" "$VOLUME_PORT" "${VOLATTACH_CATALOG_NETWORK_URL:-}" <<'EOF' >&2
 import sys
 import requests
 
-url, admin_password, service_password, compute_port, volume_port = sys.argv[1:]
+(url, admin_password, service_password, compute_port, volume_port,
+ network_url) = sys.argv[1:]
 auth = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
     "name": "admin", "domain": {"id": "default"}, "password": admin_password}}},
     "scope": {"project": {"name": "admin", "domain": {"id": "default"}}}}}
@@ -191,6 +194,8 @@ CATALOG = [
     ("cinder", "block-storage",
      "http://127.0.0.1:%s/v3/%%(project_id)s" % volume_port),
 ]
+if network_url:
+    CATALOG.append(("network-standin", "network", network_url))
 for name, stype, endpoint in CATALOG:
     service = ensure("services", "service", {"name": name, "type": stype},
                      type=stype)
