@@ -5,7 +5,7 @@
 #
 # 1. Keystone (tools/start-keystone.sh) with the compute, volumev3 and
 #    block-storage endpoints and volattach's service user.
-# 2. the network stand-in (tests/tempest/network_standin.py, see
+# 2. the network and image stand-ins (tests/tempest/standins.py, see
 #    tests/tempest/README.md) and volattach-all from tests/tempest/volattach.conf.in: keystone auth on the
 #    compute API and on the volume service, two computes, SQLite, state in
 #    .ci-state/tempest-run/ (fresh every run).
@@ -59,7 +59,12 @@ fi
 
 # -- Keystone, the network stand-in and volattach-all -------------------------------
 NETWORK_PORT=${VOLATTACH_NETWORK_STANDIN_PORT:-9696}
+IMAGE_PORT=${VOLATTACH_IMAGE_STANDIN_PORT:-9292}
 export VOLATTACH_CATALOG_NETWORK_URL=http://127.0.0.1:$NETWORK_PORT/
+export VOLATTACH_CATALOG_IMAGE_URL=http://127.0.0.1:$IMAGE_PORT/
+# the images of the fake driver, tempest's image_ref and image_ref_alt
+IMAGE_REF=155d900f-4e14-4e4c-a73d-069cbf4541e6
+IMAGE_REF_ALT=2c8d8b3e-3b1b-4e5f-9b4f-5bd1c0de0a11
 KEYSTONE_URL=$("$REPO/tools/start-keystone.sh" | tail -n 1)
 log "keystone at $KEYSTONE_URL"
 
@@ -69,6 +74,7 @@ render() {  # render TEMPLATE OUT: replace @NAME@ placeholders
         -e "s|@COMPUTE_PORT@|$VOLATTACH_COMPUTE_PORT|g" \
         -e "s|@VOLUME_PORT@|$VOLATTACH_VOLUME_PORT|g" \
         -e "s|@ADMIN_PASSWORD@|$ADMIN_PASSWORD|g" \
+        -e "s|@IMAGE_REF@|$IMAGE_REF|g" -e "s|@IMAGE_REF_ALT@|$IMAGE_REF_ALT|g" \
         -e "s|@SERVICE_PASSWORD@|$SERVICE_PASSWORD|g" "$1" > "$2"
 }
 
@@ -99,13 +105,13 @@ except urllib.error.HTTPError:
     pass
 EOF
 }
-for port in "$VOLATTACH_COMPUTE_PORT" "$VOLATTACH_VOLUME_PORT" "$NETWORK_PORT"; do
+for port in "$VOLATTACH_COMPUTE_PORT" "$VOLATTACH_VOLUME_PORT" "$NETWORK_PORT" "$IMAGE_PORT"; do
     if answers "http://127.0.0.1:$port/"; then
         die "port $port is taken by another server: set VOLATTACH_COMPUTE_PORT / VOLATTACH_VOLUME_PORT"
     fi
 done
-"$VENV/bin/python" "$HERE/network_standin.py" "$NETWORK_PORT" \
-    2> "$STATE/network-standin.log" &
+"$VENV/bin/python" "$HERE/standins.py" "$NETWORK_PORT" "$IMAGE_PORT" \
+    "$IMAGE_REF" "$IMAGE_REF_ALT" 2> "$STATE/standins.log" &
 NET_PID=$!
 log "starting volattach-all (log: $STATE/volattach.log)"
 "$VENV/bin/volattach-all" --config-file "$STATE/volattach.conf" \
@@ -114,7 +120,8 @@ ALL_PID=$!
 for _ in $(seq 60); do
     if answers "http://127.0.0.1:$VOLATTACH_COMPUTE_PORT/" && \
        answers "http://127.0.0.1:$VOLATTACH_VOLUME_PORT/" && \
-       answers "http://127.0.0.1:$NETWORK_PORT/"; then break; fi
+       answers "http://127.0.0.1:$NETWORK_PORT/" && \
+       answers "http://127.0.0.1:$IMAGE_PORT/"; then break; fi
     kill -0 "$ALL_PID" 2>/dev/null || { tail -n 30 "$STATE/volattach-all.out" >&2; die "volattach-all exited"; }
     sleep 1
 done

@@ -5,7 +5,8 @@
 # Keystone ($VOLATTACH_KEYSTONE_VERSION, default 30.0.0; the newest release
 # that installs when that one does not) is installed from PyPI into its own
 # virtualenv .ci-state/keystone-venv and served by gunicorn with ONE worker
-# on a SQLite database (two workers on SQLite answer "database is locked"),
+# and ONE thread on a SQLite database (two workers, or two threads, on
+# SQLite answer "database is locked"),
 # or on PostgreSQL when VOLATTACH_KEYSTONE_DB_URL names one (for example the
 # URL tools/start-postgres.sh prints).  Tokens are fernet tokens.
 #
@@ -31,6 +32,7 @@
 #   VOLATTACH_COMPUTE_PORT, VOLATTACH_VOLUME_PORT   catalog ports (8774, 8776)
 #   VOLATTACH_CATALOG_NETWORK_URL  when set, a "network" endpoint at this URL
 #                                  (the tempest job's network stand-in)
+#   VOLATTACH_CATALOG_IMAGE_URL    likewise an "image" endpoint
 #
 # Stop it with: tools/start-keystone.sh --stop
 set -euo pipefail
@@ -87,6 +89,10 @@ log "keystone $("$VENV/bin/pip" show keystone 2>/dev/null | sed -n 's/^Version: 
 
 mkdir -p "$STATE/fernet-keys" "$STATE/credential-keys"
 DB_URL=${VOLATTACH_KEYSTONE_DB_URL:-sqlite:///$STATE/keystone.sqlite}
+case "$DB_URL" in
+    sqlite*) WORKERS=(--workers 1 --threads 1) ;;
+    *) WORKERS=(--workers 2 --threads 4) ;;
+esac
 CONF=$STATE/keystone.conf
 cat > "$CONF" <<EOF
 [DEFAULT]
@@ -129,7 +135,7 @@ from keystone.wsgi.api import application  # noqa: E402,F401
 PYEOF
     log "starting gunicorn on $URL"
     OS_KEYSTONE_CONFIG_FILES=$CONF "$VENV/bin/gunicorn" --daemon \
-        --workers 1 --threads 4 --worker-class gthread --timeout 120 \
+        "${WORKERS[@]}" --worker-class gthread --timeout 120 \
         --bind "127.0.0.1:$PORT" --pid "$PIDFILE" \
         --error-logfile "$STATE/gunicorn.log" --chdir "$STATE" \
         --pythonpath "$STATE" keystone_wsgi:application >&2
@@ -140,12 +146,13 @@ fi
 # -- catalog, roles and the service user (idempotent) ------------------------------
 log "catalog: compute :$COMPUTE_PORT, volumev3 + block-storage :$VOLUME_PORT"
 "$VENV/bin/python" - "$URL" "$ADMIN_PASSWORD" "$SERVICE_PASSWORD" \
-    "$COMPUTE_PORT" "$VOLUME_PORT" "${VOLATTACH_CATALOG_NETWORK_URL:-}" <<'EOF' >&2
+    "$COMPUTE_PORT" "$VOLUME_PORT" "${VOLATTACH_CATALOG_NETWORK_URL:-}" \
+    "${VOLATTACH_CATALOG_IMAGE_URL:-}" <<'EOF' >&2
 import sys
 import requests
 
 (url, admin_password, service_password, compute_port, volume_port,
- network_url) = sys.argv[1:]
+ network_url, image_url) = sys.argv[1:]
 auth = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
     "name": "admin", "domain": {"id": "default"}, "password": admin_password}}},
     "scope": {"project": {"name": "admin", "domain": {"id": "default"}}}}}
@@ -196,6 +203,8 @@ CATALOG = [
 ]
 if network_url:
     CATALOG.append(("network-standin", "network", network_url))
+if image_url:
+    CATALOG.append(("image-standin", "image", image_url))
 for name, stype, endpoint in CATALOG:
     service = ensure("services", "service", {"name": name, "type": stype},
                      type=stype)
