@@ -235,3 +235,14 @@ def test_services_found_by_nova_binary_names(api, facade):
         ("volattach-conductor", "ctl1")]
     assert api.get("/v2.1/os-services", token=ADMIN,
                    params="binary=nova-scheduler").json["services"] == []
+
+
+def test_actions_of_a_deleted_server_from_2_21(api, facade, acted):
+    facade.deleted_instances[acted.uuid] = facade.instances.pop(acted.uuid)
+    assert api.get(_actions_url(acted), version="2.20").status_code == 404
+    body = api.get(_actions_url(acted), version="2.21").json
+    assert [a["request_id"] for a in body["instanceActions"]] == \
+        ["req-new", "req-old"]
+    result = api.get(_actions_url(acted, "req-old"), version="2.21")
+    assert result.json["instanceAction"]["action"] == "create"
+    assert facade.last_call("get")[1] == {"read_deleted": True}
