@@ -108,6 +108,9 @@ key_repository = $STATE/fernet-keys
 key_repository = $STATE/credential-keys
 [cache]
 enabled = false
+[identity]
+# a throw-away test Keystone: cheap bcrypt for tempest's many dynamic users
+password_hash_rounds = 4
 EOF
 
 if running && answers; then
