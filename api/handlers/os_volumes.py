@@ -2,8 +2,10 @@
 
 Served below microversion 2.36 as Nova serves it: list, show, create and
 delete volumes of the block storage API in the caller's name (the facade's
-Cinder client).  From 2.36 every call is 404.  Create answers 200 with the
-volume while it is still ``creating``; delete answers 202.
+Cinder client).  From 2.36 every call is 404.  Lists page by ``offset``
+and ``limit`` (at most ``[api] max_limit``).  Create answers 200 with the
+volume while it is still ``creating``; delete answers 202.  An empty volume
+id (``/os-volumes/``) is 404, as in Nova.
 """
 from volattach.api import common
 from volattach.api import policy
@@ -14,6 +16,21 @@ from volattach import exception
 
 POLICY = "os_compute_api:os-volumes:%s"
 MAX_VERSION = "2.35"
+
+
+def _natural(req, name, default):
+    """A paging parameter: an integer >= 0 (Nova's common.limited)."""
+    value = common.last(common.query(req), name)
+    if value in (None, ""):
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise exception.InvalidInput(
+            message="%s param must be an integer" % name)
+    return number
 
 
 class OsVolumes(common.Resource):
@@ -33,15 +50,26 @@ class OsVolumes(common.Resource):
         except exception.VolumeNotFound:
             raise exception.VolumeNotFound(volume_id=volume_id)
 
-    def on_get(self, req, resp):
-        ctx = self._check(req, "list")
+    def _list(self, req, action):
+        if req.env.get("PATH_INFO", "").endswith("/"):
+            # GET /os-volumes/: a volume without an id
+            raise exception.NotFound(message="Volume could not be found.")
+        ctx = self._check(req, action)
+        offset = _natural(req, "offset", 0)
+        limit = min(_natural(req, "limit", self.conf.api.max_limit),
+                    self.conf.api.max_limit)
         volumes = self.compute.volume_api.list_volumes(ctx, detail=True)
-        common.send(resp, {"volumes": [view.volume(v) for v in volumes]})
+        return {"volumes": [view.volume(v)
+                            for v in volumes[offset:offset + limit]]}
+
+    def on_get(self, req, resp):
+        common.send(resp, self._list(req, "list"))
 
     def on_get_detail(self, req, resp):
-        ctx = self._check(req, "detail")
-        volumes = self.compute.volume_api.list_volumes(ctx, detail=True)
-        common.send(resp, {"volumes": [view.volume(v) for v in volumes]})
+        common.send(resp, self._list(req, "detail"))
+
+    def on_delete(self, req, resp):
+        raise exception.NotFound(message="Volume could not be found.")
 
     def on_get_item(self, req, resp, volume_id):
         ctx = self._check(req, "show")

@@ -116,3 +116,19 @@ def test_gone_from_2_36(api, volumes):
     assert result.status_code == 404
     assert result.json["itemNotFound"]["message"] == \
         "API version 2.36 is not supported on this method."
+
+
+def test_lists_page_by_offset_and_limit(api, volumes):
+    volumes.volumes = {str(n): _volume(id=str(n)) for n in range(3)}
+    for path in ("/v2.1/os-volumes", "/v2.1/os-volumes/detail"):
+        ids = lambda r: [v["id"] for v in r.json["volumes"]]  # noqa: E731
+        assert ids(api.get(path, params="limit=2")) == ["0", "1"]
+        assert ids(api.get(path, params="offset=1&limit=1")) == ["1"]
+        assert ids(api.get(path, params="offset=5")) == []
+        assert api.get(path, params="limit=-1").status_code == 400
+        assert api.get(path, params="offset=x").status_code == 400
+
+
+def test_empty_volume_id_is_404(api, volumes):
+    assert api.get("/v2.1/os-volumes/").status_code == 404
+    assert api.delete("/v2.1/os-volumes/").status_code == 404
