@@ -9,6 +9,8 @@ takes the project id out and checks it against the caller's).
 """
 from volattach.api.handlers import flavors
 from volattach.api.handlers import instance_actions
+from volattach.api.handlers import ips
+from volattach.api.handlers import os_volumes
 from volattach.api.handlers import server_actions
 from volattach.api.handlers import servers
 from volattach.api.handlers import services
@@ -27,6 +29,10 @@ ROUTES = (
     (V21 + "/flavors/{flavor_id}", flavors.Flavors, "item"),
     # os-services
     (V21 + "/os-services", services.Services, None),
+    # os-volumes: the deprecated volume proxy (below 2.36)
+    (V21 + "/os-volumes", os_volumes.OsVolumes, None),
+    (V21 + "/os-volumes/detail", os_volumes.OsVolumes, "detail"),
+    (V21 + "/os-volumes/{volume_id}", os_volumes.OsVolumes, "item"),
     # servers
     (V21 + "/servers", servers.Servers, None),
     (V21 + "/servers/detail", servers.Servers, "detail"),
@@ -37,6 +43,9 @@ ROUTES = (
      volume_attachments.VolumeAttachments, None),
     (V21 + _SERVER + "/os-volume_attachments/{volume_id}",
      volume_attachments.VolumeAttachments, "item"),
+    # os-server-ips
+    (V21 + _SERVER + "/ips", ips.ServerIps, None),
+    (V21 + _SERVER + "/ips/{network_label}", ips.ServerIps, "item"),
     # instance actions
     (V21 + _SERVER + "/os-instance-actions",
      instance_actions.InstanceActions, None),

@@ -16,9 +16,12 @@ LOG = logging.getLogger(__name__)
 
 class ServersAPI(base.FacadeBase):
 
-    def get(self, context, server_id):
+    def get(self, context, server_id, read_deleted=False):
+        """The server ``server_id`` the caller may see; ``read_deleted``:
+        a deleted server too (its instance actions from 2.21)."""
         try:
-            instance = objects.Instance.get_by_uuid(context, server_id)
+            instance = objects.Instance.get_by_uuid(context, server_id,
+                                                    read_deleted=read_deleted)
         except exception.InstanceNotFound:
             raise exception.InstanceNotFound(instance_id=server_id)
         self._check_visible(context, instance, server_id)

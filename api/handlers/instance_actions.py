@@ -4,7 +4,7 @@ Actions are listed newest first.  From 2.58 the list pages by ``limit`` and
 ``marker`` (a request id) and filters by ``changes-since`` /
 ``changes-before`` (2.66) on the action's ``updated_at``.  Events are shown
 to admins (with tracebacks) at every version and, from 2.51, to the owner
-without tracebacks.
+without tracebacks.  From 2.21 a deleted server's actions are listed too.
 """
 import datetime
 
@@ -38,7 +38,10 @@ class InstanceActions(common.Resource):
 
     def _instance(self, req, server_id, action):
         ctx = req.context.ctx
-        instance = self.compute.get(ctx, server_id)
+        # from 2.21 the actions of a deleted server are listed too
+        instance = self.compute.get(
+            ctx, server_id,
+            read_deleted=req.context.microversion.matches("2.21"))
         policy.authorize(ctx, POLICY % action,
                          {"project_id": instance.project_id})
         return instance

@@ -3,6 +3,9 @@ unlock, shelve, shelveOffload, unshelve, os-migrateLive and os-resetState
 (admin).  Each answers 202 with no body.
 
 ``ACTIONS`` maps the body's only key to (schemas, policy, handler method).
+An action Nova has and volattach does not (``NOVA_ONLY_ACTIONS``) names its
+server first: 404 for an unknown server, as Nova answers, else 400 "There is
+no such action"; a name Nova does not know either is 400 at once.
 """
 from volattach.api import common
 from volattach.api import policy
@@ -13,6 +16,17 @@ from volattach import exception
 
 # Nova's rule for os-resetState (admin only: api/policies.py)
 RESET_STATE_POLICY = "os_compute_api:os-admin-actions:reset_state"
+
+# Nova's server actions that volattach does not serve
+NOVA_ONLY_ACTIONS = frozenset([
+    "reboot", "rebuild", "resize", "confirmResize", "revertResize",
+    "createImage", "createBackup", "changePassword", "forceDelete", "restore",
+    "suspend", "resume", "migrate", "evacuate",
+    "os-resetNetwork", "injectNetworkInfo", "addFixedIp", "removeFixedIp",
+    "addFloatingIp", "removeFloatingIp", "addSecurityGroup",
+    "removeSecurityGroup", "rescue", "unrescue", "os-getConsoleOutput",
+    "os-getVNCConsole", "os-getSPICEConsole", "os-getRDPConsole",
+    "os-getSerialConsole", "trigger_crash_dump"])
 
 
 class ServerAction(common.Resource):
@@ -47,6 +61,8 @@ class ServerAction(common.Resource):
             raise exception.InvalidRequest(message="Malformed request body")
         name = next(iter(body))
         if name not in self.ACTIONS:
+            if name in NOVA_ONLY_ACTIONS:
+                self.compute.get(ctx, server_id)   # 404 for an unknown server
             raise exception.InvalidRequest(
                 message="There is no such action: %s" % name)
         versioned, rule, method = self.ACTIONS[name]

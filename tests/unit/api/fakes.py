@@ -90,6 +90,7 @@ class FakeFacade:
                         make_flavor("2", "m1.small", memory_mb=2048,
                                     root_gb=20, swap=512)]
         self.instances = {}
+        self.deleted_instances = {}
         self.bdms = {}
         self.services = [(make_service(), True),
                          (make_service("volattach-conductor", "ctl1", id=4),
@@ -145,9 +146,11 @@ class FakeFacade:
                 if (binary is None or s.binary == binary)
                 and (host is None or s.host == host)]
 
-    def get(self, ctx, server_id):
-        self._record("get", ctx, server_id)
+    def get(self, ctx, server_id, read_deleted=False):
+        self._record("get", ctx, server_id, read_deleted=read_deleted)
         instance = self.instances.get(server_id)
+        if instance is None and read_deleted:
+            instance = self.deleted_instances.get(server_id)
         if instance is None or (not ctx.is_admin
                                 and instance.project_id != ctx.project_id):
             raise exception.InstanceNotFound(instance_id=server_id)

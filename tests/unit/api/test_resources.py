@@ -217,3 +217,32 @@ def test_version_documents_use_the_public_endpoint(conf, facade):
     api = Api(api_wsgi.make_app(conf, compute_api=facade))
     assert api.get("/", token=None).json["versions"][0]["links"][0][
         "href"] == "https://cloud.example/compute/v2.1/"
+
+
+def test_services_found_by_nova_binary_names(api, facade):
+    facade.services.append((fakes.make_service("nova-compute", "compute9",
+                                               id=7), True))
+    facade.services.append((fakes.make_service("volattach-api", "api1",
+                                               id=8), True))
+    services = api.get("/v2.1/os-services", token=ADMIN,
+                       params="binary=nova-compute").json["services"]
+    assert sorted((s["binary"], s["host"]) for s in services) == [
+        ("nova-compute", "compute9"), ("volattach-compute", "compute1")]
+    services = api.get("/v2.1/os-services", token=ADMIN,
+                       params="binary=nova-conductor&host=ctl1"
+                       ).json["services"]
+    assert [(s["binary"], s["host"]) for s in services] == [
+        ("volattach-conductor", "ctl1")]
+    assert api.get("/v2.1/os-services", token=ADMIN,
+                   params="binary=nova-scheduler").json["services"] == []
+
+
+def test_actions_of_a_deleted_server_from_2_21(api, facade, acted):
+    facade.deleted_instances[acted.uuid] = facade.instances.pop(acted.uuid)
+    assert api.get(_actions_url(acted), version="2.20").status_code == 404
+    body = api.get(_actions_url(acted), version="2.21").json
+    assert [a["request_id"] for a in body["instanceActions"]] == \
+        ["req-new", "req-old"]
+    result = api.get(_actions_url(acted, "req-old"), version="2.21")
+    assert result.json["instanceAction"]["action"] == "create"
+    assert facade.last_call("get")[1] == {"read_deleted": True}
