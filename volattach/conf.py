@@ -193,6 +193,17 @@ volume_opts = [
     cfg.StrOpt("auth_strategy", default="noauth",
                choices=["noauth", "keystone"],
                help="How callers of the volume service are authenticated."),
+    cfg.StrOpt("backend", default="fake", choices=["fake", "file"],
+               help="Storage driver: 'fake' (no storage) or 'file' (sparse "
+                    "raw files exported over NBD by qemu-storage-daemon; "
+                    "needs volattach[libvirt] and QEMU)."),
+    cfg.StrOpt("volumes_dir", default="$state_path/volumes",
+               help="file backend: directory of the volume files."),
+    cfg.HostAddressOpt("export_host", default="127.0.0.1",
+                       help="file backend: address the NBD server listens "
+                            "on and computes connect to."),
+    cfg.PortOpt("export_port", default=10809,
+                help="file backend: port of the NBD server."),
     cfg.StrOpt("backend_name", default="fake",
                help="Name of the storage backend of the volume service."),
     cfg.BoolOpt("shared_targets", default=False,
