@@ -98,11 +98,10 @@ disks() {
     echo "$out"
 }
 
-# The config drive: an ISO9660 disk labelled config-2.
-for i in $(seq 20); do
-    dev=$(findfs LABEL=config-2 2>/dev/null) && break
-    sleep 0.1
-done
+# The config drive: an ISO9660 disk labelled config-2 (virtio_blk probes
+# its disks while it loads, so they are all there now).
+dev=""
+[ -e /sys/block/vda ] && dev=$(findfs LABEL=config-2 2>/dev/null)
 if [ -n "$dev" ] && mount -t iso9660 -o ro "$dev" /mnt/config; then
     echo "VA-CONFIG-DRIVE $dev"
     if [ -f /mnt/config/openstack/latest/user_data ]; then

@@ -121,7 +121,10 @@ compute_opts = [
                     "its row in the services table."),
     cfg.StrOpt("virt_driver", default="fake",
                choices=[("fake", "in-memory driver for tests, benchmarks "
-                                 "and the embedded default")],
+                                 "and the embedded default"),
+                        ("libvirt", "real guests through libvirt "
+                                    "(volattach[libvirt] extra; see "
+                                    "[libvirt])")],
                help="Virtualization driver of the compute service."),
     cfg.IntOpt("max_disk_devices_to_attach", default=-1, min=-1,
                help="Most disk devices one server may have; -1 means no "
@@ -216,6 +219,28 @@ volume_opts = [
                     "show <host>@<backend_name>#<backend_name>."),
 ]
 
+libvirt_opts = [
+    cfg.StrOpt("connection_uri", default="qemu:///system",
+               help="libvirt URI of the hypervisor ([compute] virt_driver "
+                    "= libvirt)."),
+    cfg.StrOpt("virt_type", default="kvm", choices=["kvm", "qemu"],
+               help="Domain type: kvm, or qemu for TCG (no KVM)."),
+    cfg.StrOpt("image_dir",
+               help="Directory of bootable images: every <image id>/ under "
+                    "it holding kernel and initramfs (see "
+                    "tools/build-test-image.sh) can be booted by id; an "
+                    "unknown imageRef is refused at server create."),
+    cfg.StrOpt("instances_path", default="$state_path/instances",
+               help="Per-guest files: console log and socket, config "
+                    "drive."),
+    cfg.IntOpt("max_memory_mb", default=512, min=64,
+               help="Upper bound of a guest's memory whatever its flavor "
+                    "says (test guests need little)."),
+    cfg.FloatOpt("device_detach_timeout", default=20.0, min=0.1,
+                 help="Seconds to wait for libvirt's device-removed event "
+                      "before asking the guest again."),
+]
+
 all_opts = [
     cfg.ListOpt("compute_hosts", default=["compute1", "compute2"],
                 help="volattach-all: host names of the compute services it "
@@ -234,6 +259,7 @@ _GROUPS = [
     ("conductor", conductor_opts),
     ("upgrade_levels", upgrade_levels_opts),
     ("volume", volume_opts),
+    ("libvirt", libvirt_opts),
     ("all", all_opts),
 ]
 

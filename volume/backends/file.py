@@ -26,6 +26,9 @@ import uuid
 from volattach import exception
 
 LOG = logging.getLogger(__name__)
+# qemu.qmp logs every refused connection (the probe of a daemon that is
+# not running yet) as an error
+logging.getLogger("qemu.qmp").setLevel(logging.CRITICAL)
 
 DRIVER_VOLUME_TYPE = "nbd"
 GiB = 1024 ** 3
