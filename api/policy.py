@@ -59,6 +59,7 @@ POLICIES = {
     _SERVERS % "stop": "admin_or_owner",
     "os_compute_api:os-extended-server-attributes": "admin_api",
     "os_compute_api:os-pause-server:pause": "admin_or_owner",
+    "os_compute_api:os-console-output": "admin_or_owner",
     "os_compute_api:os-pause-server:unpause": "admin_or_owner",
     "os_compute_api:os-lock-server:lock": "admin_or_owner",
     "os_compute_api:os-lock-server:unlock": "admin_or_owner",

@@ -1,8 +1,12 @@
 """POST /servers/{server_id}/action: os-start, os-stop, pause, unpause, lock,
-unlock, shelve, shelveOffload, unshelve, os-migrateLive (admin).  Each answers 202 with no body.
+unlock, shelve, shelveOffload, unshelve, os-migrateLive (admin).  Each answers 202 with no body,
+except os-getConsoleOutput (200, ``{"output": ...}``).  An unknown server is a
+404 before the action's name is looked at.
 
 ``ACTIONS`` maps the body's only key to (schemas, policy, handler method).
 """
+import re
+
 from volattach.api import common
 from volattach.api import policy
 from volattach.api import validation
@@ -29,6 +33,9 @@ class ServerAction(common.Resource):
                           "_shelve_offload"),
         "unshelve": (schemas.UNSHELVE, "os_compute_api:os-shelve:unshelve",
                      "_unshelve"),
+        "os-getConsoleOutput": (schemas.GET_CONSOLE_OUTPUT,
+                                "os_compute_api:os-console-output",
+                                "_get_console_output"),
         "os-migrateLive": (schemas.MIGRATE_LIVE,
                            "os_compute_api:os-migrate-server:migrate_live",
                            "_migrate_live"),
@@ -40,6 +47,9 @@ class ServerAction(common.Resource):
         if not isinstance(body, dict) or len(body) != 1:
             raise exception.InvalidRequest(message="Malformed request body")
         name = next(iter(body))
+        if name == "os-getConsoleOutput":
+            # Nova looks the server up before the body of this action
+            self.compute.get(ctx, server_id)
         if name not in self.ACTIONS:
             raise exception.InvalidRequest(
                 message="There is no such action: %s" % name)
@@ -47,8 +57,18 @@ class ServerAction(common.Resource):
         validation.validate_body(req.context.microversion, versioned, body)
         instance = self.compute.get(ctx, server_id)
         policy.authorize(ctx, rule, {"project_id": instance.project_id})
-        getattr(self, method)(req, ctx, instance, body[name])
+        result = getattr(self, method)(req, ctx, instance, body[name])
+        if name == "os-getConsoleOutput":
+            common.send(resp, result, status=200)
+            return
         common.send(resp, None, status=202)
+
+    _UNPRINTABLE = re.compile("[\x00-\x08\x0B-\x1F]")
+
+    def _get_console_output(self, req, ctx, instance, value):
+        output = self.compute.get_console_output(ctx, instance,
+                                                 value.get("length"))
+        return {"output": self._UNPRINTABLE.sub("", output)}
 
     def _start(self, req, ctx, instance, value):
         self.compute.start(ctx, instance)
