@@ -23,6 +23,7 @@ from volattach.compute.virt import driver
 from volattach.compute.virt import fake
 from volattach.compute.virt.libvirt import configdrive
 from volattach.compute.virt.libvirt import host as host_mod
+from volattach.compute.virt.libvirt import images
 from volattach.compute.virt.libvirt import volume as volume_mod
 from volattach import exception
 from volattach.conf import CONF
@@ -35,18 +36,6 @@ DETACH_TIMEOUT = 20.0      # seconds per attempt, as Nova's device_detach_timeou
 
 def domain_name(instance):
     return "volattach-%s" % instance.uuid
-
-
-def image_path(image_id):
-    """The image directory of ``image_id`` under [libvirt] image_dir, or
-    None when there is no such image."""
-    base = CONF.libvirt.image_dir
-    if not base or not image_id or "/" in image_id or image_id.startswith("."):
-        return None
-    path = os.path.join(base, image_id)
-    if os.path.isfile(os.path.join(path, "kernel")):
-        return path
-    return None
 
 
 class LibvirtDriver(driver.ComputeDriver):
@@ -95,7 +84,7 @@ class LibvirtDriver(driver.ComputeDriver):
             self._serial(connection_info), mode == "ro")
 
     def domain_xml(self, instance, block_device_info):
-        image = image_path(instance.image_ref)
+        image = images.image_path(instance.image_ref)
         if image is None:
             raise exception.VirtDriverError(
                 operation="spawn",

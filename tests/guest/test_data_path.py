@@ -1,0 +1,129 @@
+"""Real guests see their volumes: multiattach read-write and read-only,
+an asynchronous attach, detach, and the data kept between attachments."""
+import uuid
+
+
+
+PATTERN = "volattach-pattern-%s" % uuid.uuid4().hex[:8]
+OFFSET = 2048        # sectors: away from what a partition scan reads
+
+
+def _dev_of(guest, volume_id):
+    return guest.wait_disk(volume_id)[0]
+
+
+def _attach(api, volumes, guest, volume_id, mode=None, microversion="2.105"):
+    since = len(guest.text())
+    fields = {"attach_mode": mode} if mode else {}
+    code, body, _ = api.attach_volume(guest.id, volume_id,
+                                      microversion=microversion, **fields)
+    assert code == 202 and body is None, (code, body)
+    disk = guest.wait_disk(volume_id, since=since, timeout=60)
+    volumes.wait_for_volume_status(volume_id, "in-use")
+    return disk
+
+
+def _detach(api, guest, volume_id):
+    since = len(guest.text())
+    code, body, _ = api.detach_volume(guest.id, volume_id)
+    assert code == 202, (code, body)
+    guest.wait_disk(volume_id, present=False, since=since, timeout=60)
+    api.wait_for_volume_attachment_gone(guest.id, volume_id)
+
+
+def _volume(volumes, **fields):
+    code, body, _ = volumes.create_volume(size=1, **fields)
+    assert code == 202, (code, body)
+    volume_id = body["volume"]["id"]
+    volumes.wait_for_volume_status(volume_id, "available")
+    return volume_id
+
+
+def test_multiattach_read_write_and_read_only(api, volumes, guests):
+    a, b = guests
+    code, body, _ = volumes.create_volume_type(
+        "multiattach-%s" % uuid.uuid4().hex[:6],
+        {"multiattach": "<is> True"})
+    assert code == 200, (code, body)
+    volume_id = _volume(volumes, volume_type=body["volume_type"]["name"])
+
+    dev_a, size_a, ro_a = _attach(api, volumes, a, volume_id, "rw")
+    dev_b, size_b, ro_b = _attach(api, volumes, b, volume_id, "ro")
+    assert size_a == size_b == 1024 ** 3
+    assert (ro_a, ro_b) == ("0", "1")
+    # the kernel's own view, read in each guest
+    assert a.run("cat /sys/block/%s/ro" % dev_a)[1].strip() == "0"
+    assert b.run("cat /sys/block/%s/ro" % dev_b)[1].strip() == "1"
+
+    status, out = a.run(
+        "echo %s | dd of=/dev/%s bs=512 seek=%d count=1 conv=sync && sync"
+        % (PATTERN, dev_a, OFFSET))
+    assert status == 0, out
+    status, out = b.run("blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 "
+                        "skip=%d count=1 2>/dev/null | head -c %d"
+                        % (dev_b, dev_b, OFFSET, len(PATTERN)))
+    assert status == 0 and PATTERN in out, out
+    status, out = b.run("echo x | dd of=/dev/%s bs=512 seek=%d count=1 "
+                        "conv=sync" % (dev_b, OFFSET))
+    assert status != 0 and "Operation not permitted" in out, out
+
+    # the console through the API says the same as the log
+    code, body, _ = api.request(
+        "POST", "/servers/%s/action" % b.id,
+        {"os-getConsoleOutput": {"length": 50}})
+    assert code == 200, (code, body)
+    assert volume_id[:20] + ":1073741824:1" in body["output"]
+
+    _detach(api, a, volume_id)
+    volumes.wait_for_volume_status(volume_id, "in-use")   # B still has it
+    _detach(api, b, volume_id)
+    volumes.wait_for_volume_status(volume_id, "available")
+
+    # the data is still there at the next attach
+    dev_a, _, ro_a = _attach(api, volumes, a, volume_id)
+    assert ro_a == "0"
+    status, out = a.run("dd if=/dev/%s bs=512 skip=%d count=1 2>/dev/null "
+                        "| head -c %d" % (dev_a, OFFSET, len(PATTERN)))
+    assert PATTERN in out, out
+    _detach(api, a, volume_id)
+    volumes.wait_for_volume_status(volume_id, "available")
+
+
+def test_async_attach_at_2_101_shows_up_in_the_guest(api, volumes, guests):
+    a, _ = guests
+    volume_id = _volume(volumes)
+    dev, size, ro = _attach(api, volumes, a, volume_id, microversion="2.101")
+    assert (size, ro) == (1024 ** 3, "0")
+    status, out = a.run("cat /sys/block/%s/serial" % dev)
+    assert out.strip() == volume_id[:20]
+    _detach(api, a, volume_id)
+    volumes.wait_for_volume_status(volume_id, "available")
+
+
+def test_unknown_image_is_400(api):
+    code, body, _ = api.create_server(name="no-image",
+                                      image_ref=str(uuid.uuid4()))
+    assert code == 400, (code, body)
+
+
+def test_console_output_of_unknown_server_is_404(api):
+    code, body, _ = api.request(
+        "POST", "/servers/%s/action" % uuid.uuid4(),
+        {"os-getConsoleOutput": {"length": 5}})
+    assert code == 404, (code, body)
+
+
+def test_kill_9_and_restart_keeps_guest_and_disks(api, volumes, guests,
+                                                  deployment):
+    a, _ = guests
+    volume_id = _volume(volumes)
+    dev, _, _ = _attach(api, volumes, a, volume_id)
+    deployment.kill()
+    deployment.start()
+    # the guest kept running with its disk
+    assert a.run("cat /sys/block/%s/serial" % dev)[1].strip() \
+        == volume_id[:20]
+    _detach(api, a, volume_id)
+    volumes.wait_for_volume_status(volume_id, "available")
+
+
