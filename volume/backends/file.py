@@ -15,6 +15,7 @@ connection_info carries ``driver_volume_type`` ``nbd`` and ``host``,
 ``port``, ``name``, ``access_mode`` (flat, as the fake backend's).  Needs the ``volattach[libvirt]`` extra
 (``qemu.qmp``) and QEMU's ``qemu-storage-daemon``.
 """
+import asyncio
 import logging
 import os
 import shutil
@@ -64,6 +65,12 @@ class StorageDaemon:
 
     def _session(self):
         from qemu.qmp import legacy
+        # the sync client runs an asyncio loop of the calling thread; the
+        # service's request threads have none until given one
+        try:
+            asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            asyncio.set_event_loop(asyncio.new_event_loop())
         qmp = legacy.QEMUMonitorProtocol(self.socket)
         qmp.connect()
         return qmp
