@@ -85,6 +85,8 @@ class Deployment:
 state_path = {self.state}
 [api]
 port = {self.api_port}
+[cinder]
+endpoint = http://127.0.0.1:{self.volume_port}/v3
 [volume]
 port = {self.volume_port}
 backend = file
