@@ -227,9 +227,10 @@ class Guest:
             lines = re.findall(r"VA-DISKS [0-9.]+([^\r\n]*)",
                                self.text()[since:])
             if lines:
-                listed = {i.split(":")[1]: tuple(i.split(":")[0:1]
-                                                  + i.split(":")[2:])
-                          for i in lines[-1].split()}
+                listed = {}
+                for item in lines[-1].split():
+                    dev, ser, size, ro = item.split(":")
+                    listed[ser] = (dev, int(size), ro)
                 if (serial in listed) == present:
                     return listed.get(serial)
             if time.monotonic() > deadline:

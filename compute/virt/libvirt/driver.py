@@ -30,6 +30,7 @@ from volattach.conf import CONF
 
 LOG = logging.getLogger(__name__)
 
+ROOT_DISK_BYTES = 1024 * 1024
 DETACH_ATTEMPTS = 8
 DETACH_TIMEOUT = 20.0      # seconds per attempt, as Nova's device_detach_timeout
 
@@ -95,9 +96,23 @@ class LibvirtDriver(driver.ComputeDriver):
             with open(os.path.join(image, "cmdline")) as f:
                 cmdline = f.read().strip()
         idir = self._instance_dir(instance)
-        disks = [self._disk_xml(d["connection_info"], d["device_name"],
-                                d.get("mode") or "rw")
-                 for d in block_device_info]
+        # a small local root disk takes vda, so that volumes get in the
+        # guest the names the API gives them (vdb, vdc...)
+        root = os.path.join(idir, "disk")
+        if not os.path.exists(root):
+            with open(root, "wb") as f:
+                f.truncate(ROOT_DISK_BYTES)
+        disks = ["<disk type='file' device='disk'><driver name='qemu' "
+                 "type='raw'/><source file=%s/><target dev='vda' "
+                 "bus='virtio'/><serial>root</serial></disk>"
+                 % saxutils.quoteattr(root)]
+        # PCI slots follow the order of the XML: sorted by device name
+        for d in sorted(block_device_info,
+                        key=lambda d: (len(d["device_name"]),
+                                       d["device_name"])):
+            disks.append(self._disk_xml(d["connection_info"],
+                                        d["device_name"],
+                                        d.get("mode") or "rw"))
         config = os.path.join(idir, "disk.config")
         if os.path.exists(config):
             disks.append(
