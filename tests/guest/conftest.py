@@ -27,6 +27,7 @@ from tests.integration import client as clients
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
+_DISK_ITEM = re.compile(r"\b(vd[a-z]+):([^:\s]*):(\d+):([01])")
 BOOT_TIMEOUT = float(os.environ.get("VOLATTACH_GUEST_BOOT_TIMEOUT", "180"))
 
 
@@ -212,11 +213,8 @@ class Guest:
     def disks(self):
         """The last VA-DISKS line: {serial prefix: (dev, bytes, ro)}."""
         lines = re.findall(r"VA-DISKS [0-9.]+([^\r\n]*)", self.text())
-        result = {}
-        for item in (lines[-1].split() if lines else []):
-            dev, serial, size, ro = item.split(":")
-            result[serial] = (dev, int(size), ro)
-        return result
+        return {ser: (dev, int(size), ro) for dev, ser, size, ro
+                in _DISK_ITEM.findall(lines[-1] if lines else "")}
 
     def wait_disk(self, volume_id, present=True, since=0, timeout=60):
         """Wait until the disk of ``volume_id`` is (or is no longer)
@@ -227,10 +225,9 @@ class Guest:
             lines = re.findall(r"VA-DISKS [0-9.]+([^\r\n]*)",
                                self.text()[since:])
             if lines:
-                listed = {}
-                for item in lines[-1].split():
-                    dev, ser, size, ro = item.split(":")
-                    listed[ser] = (dev, int(size), ro)
+                # other console output may share the line: take the items
+                listed = {ser: (dev, int(size), ro) for dev, ser, size, ro
+                          in _DISK_ITEM.findall(lines[-1])}
                 if (serial in listed) == present:
                     return listed.get(serial)
             if time.monotonic() > deadline:
