@@ -4,6 +4,8 @@ an asynchronous attach, detach, the data kept between attachments, a kill
 
 The tests share two guests (booting one takes 5 to 7 s under TCG on an
 idle machine) and run in file order: the last one shelves guest B."""
+import os
+import subprocess
 import time
 import uuid
 
@@ -132,6 +134,58 @@ def test_kill_9_and_restart_keeps_guest_and_disks(api, volumes, guests,
     volumes.wait_for_volume_status(volume_id, "available")
 
 
+
+
+def _exports(deployment):
+    """The storage daemon's exports (over its QMP socket)."""
+    from volattach.volume.backends import file as file_backend
+    daemon = file_backend.StorageDaemon(
+        os.path.join(deployment.state, "volumes", ".qsd"), "127.0.0.1", 0)
+    return [e["id"] for e in daemon.command("query-block-exports")]
+
+
+def test_failure_between_connect_and_attach_leaves_nothing(
+        api, volumes, guests, deployment, tmp_path):
+    """libvirt refuses the attach (its target is taken by a disk put there
+    behind volattach's back) after the volume was connected and exported:
+    nothing stays plugged or exported and the volume is available."""
+    from volattach.volume.backends import file as file_backend
+    a, _ = guests
+    volume_id = _volume(volumes)
+    used = {att["device"] for att in
+            api.list_volume_attachments(a.id)[1]["volumeAttachments"]}
+    target = next("vd" + c for c in "bcdefghijklmnopqrstuvwxy"
+                  if "/dev/vd" + c not in used)
+    intruder = str(tmp_path / "intruder.img")
+    with open(intruder, "wb") as f:
+        f.truncate(1024 * 1024)
+    domain = "volattach-%s" % a.id
+    since = len(a.text())
+    subprocess.run(["virsh", "-c", "qemu:///system", "attach-disk", domain,
+                    intruder, target, "--targetbus", "virtio", "--live",
+                    "--serial", "intruder"], check=True, capture_output=True)
+    a.wait_disk("intruder", since=since)
+    try:
+        code, body, _ = api.attach_volume(a.id, volume_id,
+                                          microversion="2.101")
+        assert code == 202, (code, body)
+        volumes.wait_for_volume_status(volume_id, "available")
+        api.wait_for_volume_attachment_gone(a.id, volume_id)
+        assert volume_id[:20] not in a.disks()
+        assert not [e for e in _exports(deployment)
+                    if e.startswith(file_backend.export_id(volume_id, "")[:29])]
+        code, body, _ = volumes.list_attachments(volume_id=volume_id,
+                                                 microversion="3.27")
+        assert code == 200 and body["attachments"] == [], body
+    finally:
+        since = len(a.text())
+        subprocess.run(["virsh", "-c", "qemu:///system", "detach-disk",
+                        domain, target, "--live"], capture_output=True)
+        a.wait_disk("intruder", present=False, since=since)
+    # and the same volume attaches fine afterwards
+    dev, _, _ = _attach(api, volumes, a, volume_id, microversion="2.101")
+    _detach(api, a, volume_id)
+    volumes.wait_for_volume_status(volume_id, "available")
 
 
 def test_volume_attached_while_offloaded_appears_after_unshelve(
