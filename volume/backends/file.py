@@ -16,6 +16,7 @@ connection_info carries ``driver_volume_type`` ``nbd`` and ``host``,
 (``qemu.qmp``) and QEMU's ``qemu-storage-daemon``.
 """
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -61,7 +62,8 @@ class StorageDaemon:
         self.socket = os.path.join(state_dir, "qsd.qmp")
         self.pidfile = os.path.join(state_dir, "qsd.pid")
         self.host, self.port, self.binary = host, port, binary
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._qmp = None          # the session of the running batch()
 
     def _session(self):
         from qemu.qmp import legacy
@@ -110,13 +112,36 @@ class StorageDaemon:
             time.sleep(0.02)
         return True
 
+    @contextlib.contextmanager
+    def batch(self, start=False):
+        """Run the commands of the block over one QMP session (each
+        session costs a connect and a greeting); ``start``: start the
+        daemon when it does not answer."""
+        with self._lock:
+            if self._qmp is not None:
+                yield
+                return
+            try:
+                self._qmp = self._session()
+            except Exception:
+                if not start:
+                    raise
+                self.ensure_running()
+                self._qmp = self._session()
+            try:
+                yield
+            finally:
+                qmp, self._qmp = self._qmp, None
+                qmp.close()
+
     def command(self, cmd, /, **args):
         with self._lock:
-            qmp = self._session()
+            qmp = self._qmp or self._session()
             try:
                 reply = qmp.cmd_raw(cmd, args or None)
             finally:
-                qmp.close()
+                if qmp is not self._qmp:
+                    qmp.close()
         if "error" in reply:
             raise ExportError("%s: %s" % (cmd, reply["error"].get("desc")))
         return reply.get("return")
@@ -188,8 +213,7 @@ class FileBackend:
 
     def ensure_export(self, volume_id, mode):
         """The export of (volume, mode), added when missing."""
-        with self._lock:
-            self.daemon.ensure_running()
+        with self._lock, self.daemon.batch(start=True):
             eid = export_id(volume_id, mode)
             if eid in self._exports():
                 return
@@ -208,21 +232,30 @@ class FileBackend:
         """Remove the export of (volume, mode); the node goes with the
         volume's last export."""
         with self._lock:
-            if not self.daemon.alive():
-                return
-            eid = export_id(volume_id, mode)
-            exports = self._exports()
-            if eid in exports:
-                self.daemon.command("block-export-del", id=eid, mode="hard")
-                for _ in range(100):
-                    if eid not in self._exports():
-                        break
-                    time.sleep(0.01)
-            node = node_name(volume_id)
-            if (not any(e["node-name"] == node for k, e in
-                        self._exports().items() if k != eid)
-                    and node in self._nodes()):
-                self.daemon.command("blockdev-del", **{"node-name": node})
+            try:
+                batch = self.daemon.batch()
+                batch.__enter__()
+            except Exception:
+                return              # no daemon: nothing is exported
+            try:
+                self._remove_export(volume_id, mode)
+            finally:
+                batch.__exit__(None, None, None)
+
+    def _remove_export(self, volume_id, mode):
+        eid = export_id(volume_id, mode)
+        exports = self._exports()
+        if eid in exports:
+            self.daemon.command("block-export-del", id=eid, mode="hard")
+            for _ in range(100):
+                if eid not in self._exports():
+                    break
+                time.sleep(0.01)
+        node = node_name(volume_id)
+        if (not any(e["node-name"] == node for k, e in
+                    self._exports().items() if k != eid)
+                and node in self._nodes()):
+            self.daemon.command("blockdev-del", **{"node-name": node})
 
     def initialize_connection(self, volume, attachment_id, connector,
                               attach_mode):

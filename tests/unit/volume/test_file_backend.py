@@ -5,6 +5,7 @@ The storage daemon is replaced by an in-memory one that keeps QEMU's rules
 (a node in use by an export cannot be deleted; export ids are unique); the
 last test drives the real qemu-storage-daemon when it is installed.
 """
+import contextlib
 import os
 import shutil
 import socket
@@ -27,6 +28,11 @@ class FakeDaemon:
 
     def ensure_running(self):
         return False
+
+    @contextlib.contextmanager
+    def batch(self, start=False):
+        self.calls.append("session")
+        yield
 
     def alive(self):
         return True
@@ -89,6 +95,8 @@ def test_one_node_and_one_export_per_mode(backend):
     assert ro["access_mode"] == "ro"
     daemon = backend.daemon
     assert len(daemon.nodes) == 1 and len(daemon.exports) == 2
+    # one QMP session per connection, not one per command
+    assert daemon.calls.count("session") == 3
     writable = {e["name"]: e["writable"] for e in daemon.exports.values()}
     assert writable == {rw["name"]: True, ro["name"]: False}
 
