@@ -166,9 +166,22 @@ def test_failure_between_connect_and_attach_leaves_nothing(
                     "--serial", "intruder"], check=True, capture_output=True)
     a.wait_disk("intruder", since=since)
     try:
-        code, body, _ = api.attach_volume(a.id, volume_id,
-                                          microversion="2.101")
+        code, body, headers = api.attach_volume(a.id, volume_id,
+                                                microversion="2.101")
         assert code == 202, (code, body)
+        # wait for the end of the cast workflow: its action's events
+        request_id = headers["x-openstack-request-id"]
+        deadline = time.monotonic() + 60
+        while True:
+            code, body, _ = api.request(
+                "GET", "/servers/%s/os-instance-actions/%s"
+                % (a.id, request_id), microversion="2.51")
+            events = (body or {}).get("instanceAction", {}).get("events", [])
+            if events and all(e.get("finish_time") for e in events):
+                break
+            assert time.monotonic() < deadline, (code, body)
+            time.sleep(0.2)
+        assert any(e.get("result") == "Error" for e in events), events
         volumes.wait_for_volume_status(volume_id, "available")
         api.wait_for_volume_attachment_gone(a.id, volume_id)
         assert volume_id[:20] not in a.disks()
@@ -182,8 +195,20 @@ def test_failure_between_connect_and_attach_leaves_nothing(
         subprocess.run(["virsh", "-c", "qemu:///system", "detach-disk",
                         domain, target, "--live"], capture_output=True)
         a.wait_disk("intruder", present=False, since=since)
-    # and the same volume attaches fine afterwards
-    dev, _, _ = _attach(api, volumes, a, volume_id, microversion="2.101")
+    # and the same volume attaches fine afterwards, once the conductor's
+    # rollback has deleted the server's mapping too (it goes a moment
+    # after the volume is available and the listing has dropped it)
+    deadline = time.monotonic() + 30
+    while True:
+        code, body, _ = api.attach_volume(a.id, volume_id,
+                                          microversion="2.101")
+        if code == 202 or time.monotonic() > deadline:
+            break
+        assert "already attached" in str(body), (code, body)
+        time.sleep(0.2)
+    assert code == 202, (code, body)
+    dev, _, _ = a.wait_disk(volume_id)
+    volumes.wait_for_volume_status(volume_id, "in-use")
     _detach(api, a, volume_id)
     volumes.wait_for_volume_status(volume_id, "available")
 
