@@ -36,7 +36,7 @@ def _mode(bdm):
 
 
 class ComputeManager:
-    target = messaging.Target(version="1.4")
+    target = messaging.Target(version="1.5")
 
     def __init__(self, host, driver):
         self.host = host
@@ -219,6 +219,16 @@ class ComputeManager:
     def power_on_instance(self, context, instance):
         with locks.lock(instance.uuid):
             self.driver.power_on(instance)
+
+    def get_console_output(self, context, instance, tail_length=None):
+        """The guest's console; the last ``tail_length`` lines when set
+        (0: nothing), as Nova's compute answers."""
+        output = self.driver.get_console_output(instance)
+        if tail_length is None:
+            return output
+        if tail_length == 0:
+            return ""
+        return "\n".join(output.split("\n")[-tail_length:])
 
     def pause_instance(self, context, instance):
         with locks.lock(instance.uuid):

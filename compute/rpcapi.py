@@ -20,6 +20,7 @@ API version history:
           (BlockDeviceMapping 1.2's create_if_none_added) instead of two;
           that call needs a conductor of service version 5, which every
           conductor is once computes run 1.4 (conductors upgrade first)
+    1.5 - get_console_output (os-getConsoleOutput, called by the API)
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -36,6 +37,7 @@ import time
 
 import oslo_messaging as messaging
 
+from volattach import exception
 from volattach import rpc
 from volattach.objects import service as service_obj
 from volattach import context as volattach_context
@@ -47,7 +49,7 @@ _CAP_TTL = 10.0
 
 
 class ComputeAPI:
-    VERSION = "1.4"
+    VERSION = "1.5"
 
     def __init__(self):
         self._cap_lock = threading.Lock()
@@ -136,6 +138,14 @@ class ComputeAPI:
     def power_on_instance(self, ctxt, instance):
         cctxt = self._client(instance.host).prepare(version="1.0")
         return cctxt.call(ctxt, "power_on_instance", instance=instance)
+
+    def get_console_output(self, ctxt, instance, tail_length=None):
+        client = self._client(instance.host)
+        if not client.can_send_version("1.5"):
+            raise exception.ConsoleNotAvailable()
+        return client.prepare(version="1.5").call(
+            ctxt, "get_console_output", instance=instance,
+            tail_length=tail_length)
 
     def can_send_version(self, host, version):
         return self._client(host).can_send_version(version)

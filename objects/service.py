@@ -15,7 +15,7 @@ from oslo_versionedobjects import fields
 from volattach.objects import base
 from volattach import exception
 
-SERVICE_VERSION = 5
+SERVICE_VERSION = 6
 
 SERVICE_VERSION_HISTORY = (
     # Version 0: no service version reported (never sent by volattach)
@@ -39,6 +39,8 @@ SERVICE_VERSION_HISTORY = (
     # server's mappings and creates the BDM in one call back to the
     # conductor: BlockDeviceMapping 1.2's create_if_none_added)
     {"compute_rpc": "1.4"},
+    # Version 6: compute RPC 1.5 (get_console_output)
+    {"compute_rpc": "1.5"},
 )
 
 # The first service version whose computes honour attach_mode "ro".

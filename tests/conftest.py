@@ -20,6 +20,8 @@ MARKERS = (
     "RabbitMQ (VOLATTACH_TEST_RABBIT_URL) and PostgreSQL "
     "(VOLATTACH_TEST_PG_URL)",
     "postgres: needs PostgreSQL (VOLATTACH_TEST_PG_URL)",
+    "guest: boots real guests through libvirt (tools/start-libvirt.sh) "
+    "with the file volume backend; see tests/guest/conftest.py",
     "conformance: compares volattach with a real Cinder 29 that it installs "
     "from PyPI into .ci-state/cinder-venv and runs on loopback",
     "interleaving: seeded concurrent operations on shared servers and "

@@ -133,7 +133,10 @@ compute_opts = [
                     "its row in the services table."),
     cfg.StrOpt("virt_driver", default="fake",
                choices=[("fake", "in-memory driver for tests, benchmarks "
-                                 "and the embedded default")],
+                                 "and the embedded default"),
+                        ("libvirt", "real guests through libvirt "
+                                    "(volattach[libvirt] extra; see "
+                                    "[libvirt])")],
                help="Virtualization driver of the compute service."),
     cfg.IntOpt("max_disk_devices_to_attach", default=-1, min=-1,
                help="Most disk devices one server may have; -1 means no "
@@ -206,6 +209,17 @@ volume_opts = [
                choices=["noauth", "keystone"],
                help="How callers of the volume service are authenticated "
                     "(volattach-all's embedded default is noauth)."),
+    cfg.StrOpt("backend", default="fake", choices=["fake", "file"],
+               help="Storage driver: 'fake' (no storage) or 'file' (sparse "
+                    "raw files exported over NBD by qemu-storage-daemon; "
+                    "needs volattach[libvirt] and QEMU)."),
+    cfg.StrOpt("volumes_dir", default="$state_path/volumes",
+               help="file backend: directory of the volume files."),
+    cfg.HostAddressOpt("export_host", default="127.0.0.1",
+                       help="file backend: address the NBD server listens "
+                            "on and computes connect to."),
+    cfg.PortOpt("export_port", default=10809,
+                help="file backend: port of the NBD server."),
     cfg.StrOpt("backend_name", default="fake",
                help="Name of the storage backend of the volume service."),
     cfg.BoolOpt("shared_targets", default=False,
@@ -223,6 +237,28 @@ volume_opts = [
                     "It authenticates with the [cinder] service "
                     "credentials when [volume] auth_strategy is keystone, "
                     "else with a noauth admin token."),
+]
+
+libvirt_opts = [
+    cfg.StrOpt("connection_uri", default="qemu:///system",
+               help="libvirt URI of the hypervisor ([compute] virt_driver "
+                    "= libvirt)."),
+    cfg.StrOpt("virt_type", default="kvm", choices=["kvm", "qemu"],
+               help="Domain type: kvm, or qemu for TCG (no KVM)."),
+    cfg.StrOpt("image_dir",
+               help="Directory of bootable images: every <image id>/ under "
+                    "it holding kernel and initramfs (see "
+                    "tools/build-test-image.sh) can be booted by id; an "
+                    "unknown imageRef is refused at server create."),
+    cfg.StrOpt("instances_path", default="$state_path/instances",
+               help="Per-guest files: console log and socket, config "
+                    "drive."),
+    cfg.IntOpt("max_memory_mb", default=512, min=64,
+               help="Upper bound of a guest's memory whatever its flavor "
+                    "says (test guests need little)."),
+    cfg.FloatOpt("device_detach_timeout", default=20.0, min=0.1,
+                 help="Seconds to wait for libvirt's device-removed event "
+                      "before asking the guest again."),
 ]
 
 all_opts = [
@@ -243,6 +279,7 @@ _GROUPS = [
     ("conductor", conductor_opts),
     ("upgrade_levels", upgrade_levels_opts),
     ("volume", volume_opts),
+    ("libvirt", libvirt_opts),
     ("all", all_opts),
     ("wsgi", embedded_server.wsgi_opts),
 ]

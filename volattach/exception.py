@@ -166,6 +166,14 @@ class Conflict(VolattachException):
     msg_fmt = "Conflict: %(reason)s"
 
 
+class InstanceNotReady(Conflict):
+    msg_fmt = "Instance %(instance_id)s has not been created yet."
+
+
+class ConsoleNotAvailable(NotFound):
+    msg_fmt = "Guest does not have a console available."
+
+
 class InstanceInvalidState(Conflict):
     msg_fmt = ("Cannot '%(method)s' instance %(instance_uuid)s while it is "
                "in %(attr)s %(state)s")

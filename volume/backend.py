@@ -96,3 +96,18 @@ class FakeISCSIBackend:
 
     def terminate_connection(self, volume, attachment, connector):
         """Nothing to tear down in the fake backend."""
+
+
+def load_backend(conf, service_host):
+    """The backend ``[volume] backend`` names."""
+    if conf.volume.backend == "file":
+        from volattach.volume.backends import file as file_backend
+        return file_backend.FileBackend(
+            name=conf.volume.backend_name, service_host=service_host,
+            volumes_dir=conf.volume.volumes_dir,
+            export_host=conf.volume.export_host,
+            export_port=conf.volume.export_port)
+    return FakeISCSIBackend(
+        name=conf.volume.backend_name, service_host=service_host,
+        portal_address=conf.volume.listen,
+        shared_targets=conf.volume.shared_targets)

@@ -68,15 +68,20 @@ class VolumeManager:
         self.db = database or db_engine.Database(
             conf.volume.connection)
         self.host = conf.volume.host
-        self.backend = backend_mod.FakeISCSIBackend(
-            name=conf.volume.backend_name, service_host=self.host,
-            portal_address=conf.volume.listen,
-            shared_targets=conf.volume.shared_targets)
+        self.backend = backend_mod.load_backend(conf, self.host)
         self._service = None
         self._service_lock = threading.Lock()
         self.legacy = legacy_attach.LegacyAttach(self)
         self.migration = volume_migration.VolumeMigration(
             self, compute_client.ComputeClient(conf))
+
+    def restore_backend(self):
+        """Let a backend with exports rebuild them from the connected
+        attachments (the file backend: after a restart)."""
+        restore = getattr(self.backend, "restore", None)
+        if restore is not None:
+            restore([a for a in self.db.read(db.attachment_list)
+                     if a["attach_status"] in states.CONNECTED])
 
     @property
     def backend_host(self):
@@ -251,6 +256,7 @@ class VolumeManager:
             db.volume_get(conn, volume_id, _scope(ctx))  # 404 if missing
             raise exception.InvalidVolume(reason=states.DELETE_REFUSED)
         self.db.write(delete)
+        self.backend.delete_volume({"id": volume_id})
 
     def volume_set_readonly(self, ctx, volume_id, readonly):
         def update(conn):
@@ -438,8 +444,15 @@ class VolumeManager:
                                                     _scope(ctx))
             if attachment["attach_status"] in states.CONNECTED:
                 connector = db.attachment_specs_get(conn, attachment_id)
+                extra = {}
+                if getattr(self.backend, "needs_remaining", False):
+                    extra["remaining"] = [
+                        a for a in db.attachment_list(
+                            conn, volume_id=volume["id"])
+                        if a["id"] != attachment_id
+                        and a["attach_status"] in states.CONNECTED]
                 self.backend.terminate_connection(volume, attachment,
-                                                  connector)
+                                                  connector, **extra)
             db.attachment_delete(conn, attachment_id)
             remaining = db.attachment_list(conn, volume_id=volume["id"])
             db.volume_set_attach_status(

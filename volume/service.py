@@ -35,6 +35,7 @@ def prepare(conf):
     try:
         service = manager.register()
         manager.heartbeat()
+        manager.restore_backend()
     finally:
         manager.db.dispose()
     LOG.info("Volume service %s (%s) registered", service["host"],

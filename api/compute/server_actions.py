@@ -65,6 +65,15 @@ class ServerActionsAPI(base.FacadeBase):
         self._send_action(context, instance, "start",
                           self.compute_task_api.start_instance)
 
+    def get_console_output(self, context, instance, length=None):
+        """The tail (``length`` lines, all when None) of the guest's
+        console, asked of its compute; InstanceNotReady without a host."""
+        from volattach.compute import rpcapi as compute_rpcapi
+        if not instance.host:
+            raise exception.InstanceNotReady(instance_id=instance.uuid)
+        return compute_rpcapi.ComputeAPI().get_console_output(
+            context, instance, None if length is None else int(length))
+
     def pause(self, context, instance):
         self._start_action(context, instance, "pause")
         self._send_action(context, instance, "pause",

@@ -136,6 +136,17 @@ class ServersAPI(base.FacadeBase):
                 raise exception.InvalidBDM(reason="unknown source_type %s." % source)
         return bdms, volumes
 
+    @staticmethod
+    def _check_image(image_ref):
+        """With the libvirt driver there is no image service: an image is
+        a directory of [libvirt] image_dir (400 when it is not there)."""
+        from volattach.conf import CONF
+        if image_ref and CONF.compute.virt_driver == "libvirt":
+            from volattach.compute.virt.libvirt import images
+            if images.image_path(image_ref) is None:
+                raise exception.InvalidInput(
+                    message="Image %s could not be found." % image_ref)
+
     def create(self, context, *, name, flavor_ref, image_ref, block_device_mapping,
                min_count=1, max_count=1, metadata=None, key_name=None,
                availability_zone=None, access_ip_v4=None, access_ip_v6=None,
@@ -144,6 +155,7 @@ class ServersAPI(base.FacadeBase):
         flavor = objects.Flavor.get_by_flavor_id(context, flavor_ref)
         if image_ref and not base.is_uuid(image_ref):
             raise exception.ImageRefInvalid()
+        self._check_image(image_ref)
         min_count = int(min_count or 1)
         max_count = int(max_count or min_count)
         if max_count < min_count:

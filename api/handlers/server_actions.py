@@ -1,12 +1,16 @@
 """POST /servers/{server_id}/action: os-start, os-stop, pause, unpause, lock,
 unlock, shelve, shelveOffload, unshelve, os-migrateLive and os-resetState
-(admin).  Each answers 202 with no body.
+(admin), and os-getConsoleOutput.  Each answers 202 with no body, except
+os-getConsoleOutput (200, ``{"output": ...}``).  An unknown server is a
+404 before the action's name is looked at.
 
 ``ACTIONS`` maps the body's only key to (schemas, policy, handler method).
 An action Nova has and volattach does not (``NOVA_ONLY_ACTIONS``) names its
 server first: 404 for an unknown server, as Nova answers, else 400 "There is
 no such action"; a name Nova does not know either is 400 at once.
 """
+import re
+
 from volattach.api import common
 from volattach.api import policy
 from volattach.api import validation
@@ -24,7 +28,7 @@ NOVA_ONLY_ACTIONS = frozenset([
     "suspend", "resume", "migrate", "evacuate",
     "os-resetNetwork", "injectNetworkInfo", "addFixedIp", "removeFixedIp",
     "addFloatingIp", "removeFloatingIp", "addSecurityGroup",
-    "removeSecurityGroup", "rescue", "unrescue", "os-getConsoleOutput",
+    "removeSecurityGroup", "rescue", "unrescue", 
     "os-getVNCConsole", "os-getSPICEConsole", "os-getRDPConsole",
     "os-getSerialConsole", "trigger_crash_dump"])
 
@@ -48,6 +52,9 @@ class ServerAction(common.Resource):
                           "_shelve_offload"),
         "unshelve": (schemas.UNSHELVE, "os_compute_api:os-shelve:unshelve",
                      "_unshelve"),
+        "os-getConsoleOutput": (schemas.GET_CONSOLE_OUTPUT,
+                                "os_compute_api:os-console-output",
+                                "_get_console_output"),
         "os-migrateLive": (schemas.MIGRATE_LIVE,
                            "os_compute_api:os-migrate-server:migrate_live",
                            "_migrate_live"),
@@ -60,6 +67,9 @@ class ServerAction(common.Resource):
         if not isinstance(body, dict) or len(body) != 1:
             raise exception.InvalidRequest(message="Malformed request body")
         name = next(iter(body))
+        if name == "os-getConsoleOutput":
+            # Nova looks the server up before the body of this action
+            self.compute.get(ctx, server_id)
         if name not in self.ACTIONS:
             if name in NOVA_ONLY_ACTIONS:
                 self.compute.get(ctx, server_id)   # 404 for an unknown server
@@ -69,8 +79,18 @@ class ServerAction(common.Resource):
         validation.validate_body(req.context.microversion, versioned, body)
         instance = self.compute.get(ctx, server_id)
         policy.authorize(ctx, rule, {"project_id": instance.project_id})
-        getattr(self, method)(req, ctx, instance, body[name])
+        result = getattr(self, method)(req, ctx, instance, body[name])
+        if name == "os-getConsoleOutput":
+            common.send(resp, result, status=200)
+            return
         common.send(resp, None, status=202)
+
+    _UNPRINTABLE = re.compile("[\x00-\x08\x0B-\x1F]")
+
+    def _get_console_output(self, req, ctx, instance, value):
+        output = self.compute.get_console_output(ctx, instance,
+                                                 value.get("length"))
+        return {"output": self._UNPRINTABLE.sub("", output)}
 
     def _start(self, req, ctx, instance, value):
         self.compute.start(ctx, instance)

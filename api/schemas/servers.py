@@ -374,6 +374,20 @@ UNLOCK = (("2.1", unlock_v21),)
 RESET_STATE = (("2.1", reset_state_v21),)
 SHELVE = (("2.1", shelve_v21),)
 SHELVE_OFFLOAD = (("2.1", shelve_offload_v21),)
+get_console_output_v21 = _action("os-getConsoleOutput", {
+    "type": "object",
+    "properties": {
+        "length": {
+            "oneOf": [
+                {"type": "string", "pattern": "^-?[0-9]+$"},
+                {"type": "integer", "minimum": -1},
+                {"type": "null"},
+            ],
+        },
+    },
+    "additionalProperties": False,
+})
+GET_CONSOLE_OUTPUT = (("2.1", get_console_output_v21),)
 MIGRATE_LIVE = (("2.1", migrate_live_v21), ("2.25", migrate_live_v225),
                 ("2.30", migrate_live_v230), ("2.68", migrate_live_v268))
 UNSHELVE = (("2.1", unshelve_v21), ("2.77", unshelve_v277),

@@ -8,6 +8,8 @@ tells the driver whether the target's host connection may be closed.
 """
 import abc
 
+MAX_CONSOLE_BYTES = 100 * 1024
+
 
 class ComputeDriver(abc.ABC):
 
@@ -59,6 +61,11 @@ class ComputeDriver(abc.ABC):
 
     def power_off(self, instance):
         pass
+
+    def get_console_output(self, instance):
+        """The tail of the guest's serial console (text, at most
+        ``MAX_CONSOLE_BYTES``)."""
+        return ""
 
     def power_on(self, instance):
         pass

@@ -179,6 +179,18 @@ class FakeDriver(driver.ComputeDriver):
         guest.setdefault("modes", {})
         return guest
 
+    def get_console_output(self, instance):
+        """A console listing the guest's devices as the test image's
+        init prints them (power state, then one line per device)."""
+        with self._lock:
+            guest = self.guests.get(instance.uuid)
+            if guest is None:
+                return ""
+            lines = ["FAKE-CONSOLE %s %s" % (instance.uuid, guest["power"])]
+            for dev in sorted(guest.get("devices", {})):
+                lines.append("%s %s" % (dev, guest["modes"].get(dev, "rw")))
+            return "\n".join(lines) + "\n"
+
     def detach_volume(self, instance, connection_info, device_name):
         self._step("detach")
         with self._lock:

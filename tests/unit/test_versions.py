@@ -72,6 +72,7 @@ COMPUTE_MANAGER_SIGNATURE_SHA1 = {
     "1.2": "81d5d88246f303815fb4d1f0f2a02ab8bc6d0689",
     "1.3": "b39195189eb117d3afbd3b19820273e6123982a6",
     "1.4": "ebe59d75f5ee758380b5dc73d05a1929bd005a95",
+    "1.5": "d7e181894db6b96e30074e932c559e89964d0e58",
 }
 
 
@@ -114,7 +115,7 @@ def test_conductor_task_versions_agree():
 
 @pytest.mark.parametrize("version,expected", [(None, None), (0, "1.0"), (1, "1.0"),
                                               (2, "1.1"), (3, "1.2"), (4, "1.3"),
-                                              (5, "1.4"),
+                                              (5, "1.4"), (6, "1.5"),
                                               (99, compute_rpcapi.ComputeAPI.VERSION)])
 def test_compute_rpc_for_service_version(version, expected):
     assert service_obj.compute_rpc_for_service_version(version) == expected

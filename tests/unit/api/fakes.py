@@ -269,3 +269,9 @@ class FakeFacade:
     shelve_offload = _action("shelve_offload")
     unshelve = _action("unshelve")
     del _action
+
+    console_output = "line1\nline2\x07\n"
+
+    def get_console_output(self, ctx, instance, length=None):
+        self._record("get_console_output", ctx, instance, length)
+        return self.console_output

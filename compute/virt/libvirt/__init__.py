@@ -1,0 +1,2 @@
+"""The libvirt virt driver (QEMU/KVM through libvirt-python); needs the
+``volattach[libvirt]`` extra."""

@@ -1,0 +1,86 @@
+"""The connection to libvirt and its event loop.
+
+libvirt delivers domain events (device removed, removal failed) through
+an event loop that must be registered before the connection is opened and
+run by a thread; waiters block on a condition until their event comes or
+their timeout passes.
+"""
+import threading
+
+_EVENT_LOOP = {"started": False}
+_EVENT_LOCK = threading.Lock()
+
+
+def _start_event_loop(libvirt):
+    with _EVENT_LOCK:
+        if _EVENT_LOOP["started"]:
+            return
+        libvirt.virEventRegisterDefaultImpl()
+
+        def run():
+            while True:
+                libvirt.virEventRunDefaultImpl()
+
+        threading.Thread(target=run, name="libvirt-events",
+                         daemon=True).start()
+        _EVENT_LOOP["started"] = True
+
+
+class Host:
+
+    def __init__(self, uri):
+        import libvirt
+        self.libvirt = libvirt
+        self.uri = uri
+        _start_event_loop(libvirt)
+        self._cond = threading.Condition()
+        self._waiting = {}       # (domain uuid, alias) -> [results]
+        self._conn = None
+        self._lock = threading.Lock()
+
+    def get_connection(self):
+        with self._lock:
+            if self._conn is None or not self._conn.isAlive():
+                conn = self.libvirt.open(self.uri)
+                lv = self.libvirt
+                conn.domainEventRegisterAny(
+                    None, lv.VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED,
+                    self._removed, None)
+                conn.domainEventRegisterAny(
+                    None, lv.VIR_DOMAIN_EVENT_ID_DEVICE_REMOVAL_FAILED,
+                    self._removal_failed, None)
+                self._conn = conn
+            return self._conn
+
+    def _record(self, dom, alias, removed):
+        with self._cond:
+            results = self._waiting.get((dom.UUIDString(), alias))
+            if results is not None:
+                results.append(removed)
+                self._cond.notify_all()
+
+    def _removed(self, conn, dom, alias, opaque):
+        self._record(dom, alias, True)
+
+    def _removal_failed(self, conn, dom, alias, opaque):
+        self._record(dom, alias, False)
+
+    def expect_device_event(self, uuid, alias):
+        """Start collecting device events of (domain, alias): call before
+        asking for the removal, then wait_device_event, then forget."""
+        with self._cond:
+            self._waiting[(uuid, alias)] = []
+
+    def wait_device_event(self, uuid, alias, timeout):
+        """True when the device was removed, False when its removal
+        failed, None on timeout."""
+        key = (uuid, alias)
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._waiting.get(key),
+                                       timeout=timeout):
+                return None
+            return self._waiting[key].pop(0)
+
+    def forget_device_event(self, uuid, alias):
+        with self._cond:
+            self._waiting.pop((uuid, alias), None)

@@ -1,0 +1,264 @@
+"""The guest tier: volattach-all with the libvirt driver (TCG) and the file
+volume backend, booting the test image of tools/build-test-image.sh.
+
+Needs libvirt and QEMU (tools/start-libvirt.sh) and the volattach[libvirt]
+extra.  Without them the tests skip, except under CI (``CI=true``), where
+they fail.  The image is built once into ``VOLATTACH_TEST_IMAGE_DIR``
+(default ``<repo>/.ci-state/images``).  Every test is marked ``guest``.
+
+Guests are driven through their serial console: ``Guest.run`` types a
+command on the console socket and reads its output and exit status back
+from the console log, where the test image's init also prints its disks
+(``VA-DISKS``) whenever they change.
+"""
+import itertools
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.integration import client as clients
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+_DISK_ITEM = re.compile(r"\b(vd[a-z]+):([^:\s]*):(\d+):([01])")
+BOOT_TIMEOUT = float(os.environ.get("VOLATTACH_GUEST_BOOT_TIMEOUT", "180"))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "/tests/guest/" in str(item.fspath):
+            item.add_marker(pytest.mark.guest)
+
+
+def _unavailable(reason):
+    if os.environ.get("CI") == "true":
+        pytest.fail("guest tier cannot run under CI: %s" % reason)
+    pytest.skip(reason)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def image_id():
+    try:
+        import libvirt  # noqa: F401
+        import qemu.qmp  # noqa: F401
+    except ImportError as e:
+        _unavailable("volattach[libvirt] is not installed: %s" % e)
+    if shutil.which("virsh") is None or subprocess.run(
+            ["virsh", "-c", "qemu:///system", "version"],
+            capture_output=True).returncode != 0:
+        _unavailable("libvirt is not running (tools/start-libvirt.sh)")
+    image_dir = os.environ.get("VOLATTACH_TEST_IMAGE_DIR",
+                               os.path.join(REPO, ".ci-state", "images"))
+    for name in sorted(os.listdir(image_dir)) if os.path.isdir(image_dir) else ():
+        if os.path.isfile(os.path.join(image_dir, name, "kernel")):
+            return image_dir, name
+    out = subprocess.run(
+        [os.path.join(REPO, "tools", "build-test-image.sh"), image_dir],
+        check=True, capture_output=True, text=True).stdout
+    return image_dir, out.strip().splitlines()[-1]
+
+
+class Deployment:
+    """volattach-all in a child process (so a test can kill -9 it)."""
+
+    def __init__(self, tmp, image_dir):
+        self.tmp = tmp
+        self.state = os.path.join(tmp, "state")
+        self.instances = os.path.join(self.state, "instances")
+        self.api_port, self.volume_port = _free_port(), _free_port()
+        self.export_port = _free_port()
+        self.conf = os.path.join(tmp, "volattach.conf")
+        with open(self.conf, "w") as f:
+            f.write(f"""[DEFAULT]
+state_path = {self.state}
+[api]
+port = {self.api_port}
+[cinder]
+endpoint = http://127.0.0.1:{self.volume_port}/v3
+[volume]
+port = {self.volume_port}
+backend = file
+backend_name = file
+export_port = {self.export_port}
+[compute]
+virt_driver = libvirt
+[libvirt]
+virt_type = qemu
+image_dir = {image_dir}
+max_memory_mb = 256
+[all]
+compute_hosts = compute1
+""")
+        self.proc = None
+        self.api_url = f"http://127.0.0.1:{self.api_port}"
+        self.volume_url = f"http://127.0.0.1:{self.volume_port}"
+
+    def start(self):
+        log = open(os.path.join(self.tmp, "volattach-all.log"), "ab")
+        self.proc = subprocess.Popen(
+            [os.path.join(os.path.dirname(sys.executable), "volattach-all"),
+             "--config-file", self.conf], stdout=log, stderr=log)
+        api = clients.ComputeClient(self.api_url)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if api.request("GET", "/flavors")[0] == 200:
+                    return
+            except Exception:
+                pass
+            assert self.proc.poll() is None, "volattach-all exited"
+            assert time.monotonic() < deadline, "volattach-all did not start"
+            time.sleep(0.2)
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture(scope="session")
+def deployment(image_id, tmp_path_factory):
+    image_dir, _ = image_id
+    d = Deployment(str(tmp_path_factory.mktemp("guest")), image_dir)
+    d.start()
+    yield d
+    api = clients.ComputeClient(d.api_url)
+    for server in (api.list_servers()[1] or {}).get("servers", []):
+        api.delete_server(server["id"])
+    time.sleep(2)
+    d.stop()
+    # the storage daemon outlives the volume service on purpose: stop the
+    # one this deployment started, by its pid file
+    try:
+        with open(os.path.join(d.state, "volumes", ".qsd", "qsd.pid")) as f:
+            os.kill(int(f.read().strip()), signal.SIGTERM)
+    except (OSError, ValueError):
+        pass
+
+
+@pytest.fixture(scope="session")
+def api(deployment):
+    return clients.ComputeClient(deployment.api_url, microversion="2.105")
+
+
+@pytest.fixture(scope="session")
+def volumes(deployment):
+    return clients.VolumeClient(deployment.volume_url)
+
+
+class Guest:
+    """A booted test guest, driven through its serial console."""
+
+    _ids = itertools.count()
+
+    def __init__(self, server_id, instances):
+        self.id = server_id
+        self.log = os.path.join(instances, server_id, "console.log")
+        self.sock = os.path.join(instances, server_id, "console.sock")
+
+    def text(self):
+        try:
+            with open(self.log, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def wait_for(self, pattern, since=0, timeout=60):
+        """The first match of regex ``pattern`` after offset ``since``."""
+        deadline = time.monotonic() + timeout
+        regex = re.compile(pattern)
+        while True:
+            m = regex.search(self.text(), since)
+            if m:
+                return m
+            if time.monotonic() > deadline:
+                raise AssertionError("no %r on the console of %s in %ss; "
+                                     "tail: %r" % (pattern, self.id, timeout,
+                                                   self.text()[-1500:]))
+            time.sleep(0.05)
+
+    def run(self, command, timeout=60):
+        """(exit status, output) of a shell command run in the guest."""
+        n = next(self._ids)
+        start = len(self.text())
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(self.sock)
+            s.sendall(("%s; echo VA-END-%d-$?\n" % (command, n)).encode())
+            m = self.wait_for(r"VA-END-%d-(\d+)" % n, start, timeout)
+        out = self.text()[start:m.start()]
+        # drop the echo of the command line
+        out = out.split("\n", 1)[1] if "\n" in out else ""
+        return int(m.group(1)), out
+
+    def disks(self):
+        """The last VA-DISKS line: {serial prefix: (dev, bytes, ro)}."""
+        lines = re.findall(r"VA-DISKS [0-9.]+([^\r\n]*)", self.text())
+        return {ser: (dev, int(size), ro) for dev, ser, size, ro
+                in _DISK_ITEM.findall(lines[-1] if lines else "")}
+
+    def wait_disk(self, volume_id, present=True, since=0, timeout=60):
+        """Wait until the disk of ``volume_id`` is (or is no longer)
+        listed after ``since``; returns its (dev, bytes, ro) or None."""
+        serial = volume_id[:20]   # virtio-blk serials hold 20 bytes
+        deadline = time.monotonic() + timeout
+        while True:
+            lines = re.findall(r"VA-DISKS [0-9.]+([^\r\n]*)",
+                               self.text()[since:])
+            if lines:
+                # other console output may share the line: take the items
+                listed = {ser: (dev, int(size), ro) for dev, ser, size, ro
+                          in _DISK_ITEM.findall(lines[-1])}
+                if (serial in listed) == present:
+                    return listed.get(serial)
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    "disk %s %s the guest %s in %ss; last: %r" % (
+                        volume_id, "never appeared in" if present
+                        else "never left", self.id, timeout,
+                        lines[-1] if lines else None))
+            time.sleep(0.05)
+
+
+def boot(api, deployment, image, names, **fields):
+    """Create one server per name (all at once) and wait until each guest
+    has booted; returns their Guests."""
+    ids = []
+    for name in names:
+        code, body, _ = api.create_server(name=name, image_ref=image,
+                                          flavor_ref="1", **fields)
+        assert code == 202, (code, body)
+        ids.append(body["server"]["id"])
+    guests = []
+    for server_id in ids:
+        api.wait_for_server_status(server_id, "ACTIVE", timeout=120)
+        guest = Guest(server_id, deployment.instances)
+        guest.wait_for("VA-READY", timeout=BOOT_TIMEOUT)
+        guests.append(guest)
+    return guests
+
+
+@pytest.fixture(scope="session")
+def guests(api, deployment, image_id):
+    """Two booted guests shared by the tests."""
+    _, image = image_id
+    return tuple(boot(api, deployment, image, ["guest-a", "guest-b"]))

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Build volattach's small test guest image under DIR and print its image id
+# as the last line of stdout (progress goes to stderr).
+#
+#     image_id=$(tools/build-test-image.sh /var/lib/volattach/images)
+#
+# The image is a directory DIR/<image id>/ holding ``kernel`` (Debian's stock
+# linux-image-6.1 kernel, taken out of the .deb fetched with apt-get download)
+# and ``initramfs`` (busybox-static, the virtio modules and an init).  The
+# libvirt driver boots it by direct kernel boot ([libvirt] image_dir = DIR).
+#
+# The init:
+#   - loads virtio_ring, virtio, virtio_pci_*, virtio_pci, virtio_blk (in that
+#     order) and isofs;
+#   - mounts the config drive (label config-2) and runs
+#     openstack/latest/user_data as a shell script in the background;
+#   - whenever the set of virtio disks changes (checked every 0.05 s) prints
+#         VA-DISKS <uptime> [<dev>:<serial>:<bytes>:<ro> ...]
+#     to the serial console;
+#   - then runs a shell on the console.
+#
+# The image id is a uuid derived from the content, so rebuilding the same
+# inputs gives the same id (the build is idempotent).  Nothing but Debian
+# packages is downloaded.
+set -euo pipefail
+
+DIR=${1:?usage: build-test-image.sh DIR}
+log() { echo "build-test-image: $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+BUSYBOX=/bin/busybox
+if ! "$BUSYBOX" --help 2>&1 | head -1 | grep -q BusyBox \
+        || ldd "$BUSYBOX" >/dev/null 2>&1; then
+    command -v apt-get >/dev/null || die "busybox-static is missing"
+    log "installing busybox-static"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >&2
+fi
+
+PKG=$(apt-cache pkgnames linux-image-6.1 \
+      | grep -E '^linux-image-6\.1\.[0-9]+-[0-9]+-amd64$' | sort -V | tail -1)
+[ -n "$PKG" ] || die "no linux-image-6.1.*-amd64 package known to apt"
+log "fetching $PKG"
+(cd "$WORK" && apt-get download -qq "$PKG" >&2)
+dpkg-deb -x "$WORK"/"$PKG"_*.deb "$WORK/deb"
+KVER=${PKG#linux-image-}
+KERNEL=$(ls "$WORK"/deb/boot/vmlinuz-*)
+MODDIR="$WORK/deb/lib/modules/$KVER/kernel"
+[ -d "$MODDIR" ] || MODDIR=$(ls -d "$WORK"/deb/lib/modules/*/kernel)
+
+ROOT="$WORK/root"
+mkdir -p "$ROOT"/{bin,sbin,proc,sys,dev,tmp,mnt/config,lib/modules}
+cp "$BUSYBOX" "$ROOT/bin/busybox"
+for applet in sh mount umount cat ls sleep dd insmod blockdev echo tr \
+        grep sed head tail hexdump od cut seq sync mkdir findfs setsid \
+        cttyhack uptime poweroff wc; do
+    ln -sf busybox "$ROOT/bin/$applet"
+done
+
+MODULES="drivers/virtio/virtio_ring drivers/virtio/virtio
+drivers/virtio/virtio_pci_legacy_dev drivers/virtio/virtio_pci_modern_dev
+drivers/virtio/virtio_pci drivers/block/virtio_blk fs/isofs/isofs"
+: > "$ROOT/lib/modules/order"
+for m in $MODULES; do
+    name=$(basename "$m")
+    if [ -f "$MODDIR/$m.ko" ]; then
+        cp "$MODDIR/$m.ko" "$ROOT/lib/modules/$name.ko"
+    elif [ -f "$MODDIR/$m.ko.xz" ]; then
+        xz -dc "$MODDIR/$m.ko.xz" > "$ROOT/lib/modules/$name.ko"
+    else
+        log "module $m not found (built in?)"
+        continue
+    fi
+    echo "$name" >> "$ROOT/lib/modules/order"
+done
+
+cat > "$ROOT/init" <<'EOF'
+#!/bin/sh
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+while read m; do insmod /lib/modules/$m.ko 2>/dev/null; done < /lib/modules/order
+echo "VA-INIT modules loaded"
+
+disks() {
+    out=""
+    for d in /sys/block/vd*; do
+        [ -e "$d" ] || continue
+        n=${d##*/}; s=""; z=0; r=0
+        [ -r "$d/serial" ] && read s < "$d/serial"
+        read z < "$d/size"; read r < "$d/ro"
+        out="$out $n:$s:$((z * 512)):$r"
+    done
+    echo "$out"
+}
+
+# The config drive: an ISO9660 disk labelled config-2 (virtio_blk probes
+# its disks while it loads, so they are all there now).
+dev=""
+[ -e /sys/block/vda ] && dev=$(findfs LABEL=config-2 2>/dev/null)
+if [ -n "$dev" ] && mount -t iso9660 -o ro "$dev" /mnt/config; then
+    echo "VA-CONFIG-DRIVE $dev"
+    if [ -f /mnt/config/openstack/latest/user_data ]; then
+        cp /mnt/config/openstack/latest/user_data /tmp/user_data
+        (sh /tmp/user_data 2>&1 | sed 's/^/VA-USER /' > /dev/console) &
+    fi
+fi
+
+(
+    last="unset"
+    while :; do
+        now=$(disks)
+        if [ "$now" != "$last" ]; then
+            read up _ < /proc/uptime
+            echo "VA-DISKS $up$now"
+            last="$now"
+        fi
+        sleep 0.05
+    done
+) > /dev/console 2>&1 &
+
+echo "VA-READY"
+while :; do setsid cttyhack sh; done
+EOF
+chmod +x "$ROOT/init"
+
+(cd "$ROOT" && find . -exec touch -h -d @0 {} + && find . | LC_ALL=C sort \
+    | cpio -o -H newc --quiet --reproducible | gzip -9 -n) > "$WORK/initramfs"
+ID=$(cat "$KERNEL" "$WORK/initramfs" | sha256sum \
+     | sed -E 's/^(.{8})(.{4})(.{4})(.{4})(.{12}).*/\1-\2-\3-\4-\5/')
+mkdir -p "$DIR/$ID"
+cp "$KERNEL" "$DIR/$ID/kernel"
+cp "$WORK/initramfs" "$DIR/$ID/initramfs"
+echo "console=ttyS0 quiet panic=-1" > "$DIR/$ID/cmdline"
+log "image $ID under $DIR ($(du -sh "$DIR/$ID" | cut -f1))"
+echo "$ID"
