@@ -15,6 +15,7 @@ its seed and step.  Exit status 1 when anything was found.
 import argparse
 import collections
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
@@ -31,7 +32,7 @@ def _interleave(args):
 
     state = tempfile.mkdtemp(prefix="volattach-soak-")
     overrides = dict(tier.CONF_OVERRIDES)
-    settings = functional._configure(__import__("pathlib").Path(state),
+    settings = functional._configure(pathlib.Path(state),
                                      overrides)
     db_engine.dispose_all()
     deployment = AllInOne(CONF).start()

@@ -178,7 +178,9 @@ class State:
     def substitute(self, rng_seed):
         """A function putting the fixture ids into a generated body."""
         rng = random.Random(rng_seed)
-        ids = {"volumeId": [self.free, self.attached],
+        ids = {"imageRef": [clients.DEFAULT_IMAGE],
+               "flavorRef": ["1"],
+               "volumeId": [self.free, self.attached],
                "volume_uuid": [self.free, self.attached],
                "volume_id": [self.free, self.attached],
                "instance_uuid": [self.server],
@@ -193,6 +195,22 @@ class State:
                 return [walk(v) for v in value]
             return value
         return walk
+
+    def _drop_unknown_attachments(self):
+        """Delete the attachments that no server's record names: made
+        straight on the volume service (POST /attachments)."""
+        known = set()
+        for server_id, _, _ in self.fingerprint()["servers"]:
+            code, body, _ = self.admin.list_volume_attachments(
+                server_id, microversion="2.89")
+            known |= {row.get("attachment_id")
+                      for row in (body or {}).get("volumeAttachments", [])}
+        for attachment_id, _ in self.fingerprint()["attachments"]:
+            if attachment_id not in known:
+                self.volumes.request(
+                    "DELETE",
+                    self.volumes._path("/attachments/%s" % attachment_id),
+                    microversion="3.27")
 
     def fingerprint(self):
         status, body, _ = self.admin.list_servers(detail=True,
@@ -217,10 +235,10 @@ class State:
         return {"servers": servers, "volumes": volumes,
                 "attachments": attachments, "records": records}
 
-    def settle(self):
+    def settle(self, timeout=SETTLE_TIMEOUT):
         """Wait (bounded) until no server has a task state and no volume a
         transitional status; returns the fingerprint."""
-        deadline = time.monotonic() + SETTLE_TIMEOUT
+        deadline = time.monotonic() + timeout
         while True:
             fp = self.fingerprint()
             busy = ([s for s in fp["servers"] if s[2] or s[1] == "BUILD"]
@@ -228,10 +246,13 @@ class State:
                        if v[1] not in ("available", "in-use", "error")])
             if not busy or time.monotonic() >= deadline:
                 return fp
+            time.sleep(0.1)
 
     def restore(self):
         """After an accepted request: the fixture server back to ACTIVE
         with only its volume, the free volume detached, new objects gone."""
+        self.settle(timeout=3)
+        self._drop_unknown_attachments()
         fp = self.settle()
         for server_id, status, _ in fp["servers"]:
             if server_id != self.server:

@@ -10,7 +10,6 @@ from tests.fuzz import harness
 from volattach.api.schemas import servers as server_schemas
 from volattach.api.schemas import volume_attachments as va_schemas
 from volattach.volume.schemas import attachments as att_schemas
-from volattach.volume.schemas import types as type_schemas
 from volattach.volume.schemas import volumes as volume_schemas
 
 # (name, service, method, path template, ((version, schema), ...), admin)
@@ -38,8 +37,8 @@ TARGETS = [
      (("3.27", att_schemas.create), ("3.54", att_schemas.create_v354)), True),
     ("attachment_update", "volume", "PUT", "/attachments/{unknown}",
      (("3.27", att_schemas.update),), True),
-    ("type_create", "volume", "POST", "/types",
-     (("3.54", type_schemas.create),), True),
+    # /types is left out: hypothesis-jsonschema cannot generate its name
+    # pattern (lookaheads) in reasonable time.
 ]
 # Known defects the generated bodies hit (issue 13); remove with the fix.
 KNOWN = {
