@@ -130,6 +130,10 @@ answers "http://127.0.0.1:$VOLATTACH_COMPUTE_PORT/" || die "volattach-all does n
 # -- tempest ---------------------------------------------------------------------
 if [ ! -d "$WORK/etc" ]; then
     rm -rf "$WORK"
+    # tempest registers workspaces by name in ~/.tempest/workspace.yaml: a
+    # workspace of this name left by another checkout would refuse the init.
+    "$TVENV/bin/tempest" workspace remove --name "$(basename "$WORK")" \
+        >/dev/null 2>&1 || true
     (cd "$REPO/.ci-state" && "$TVENV/bin/tempest" init "$WORK" >&2)
 fi
 mkdir -p "$WORK/locks"
