@@ -1,8 +1,9 @@
 """Protocol-level garbage against both APIs: bodies that are not JSON,
 deep and huge JSON, wrong content types, bad microversion headers, absurd
 query strings, and malformed requests over a raw socket.  Never a 5xx,
-and nothing stored from a refused request.  The known defects of issue
-13 that these requests hit are strict xfails naming them."""
+and nothing stored from a refused request, including the bad inputs
+found before (deep nesting, huge device names, absurd volume sizes,
+``limit=abc``)."""
 import json
 import socket
 import urllib.parse
@@ -243,9 +244,6 @@ def _nested(depth):
     return "[" * depth + "]" * depth
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known defect (issue 13, item 6): JSON nested 100,000 deep answers 500 "
-    "(RecursionError) in both services; remove with the fix"))
 @pytest.mark.parametrize("service", ["compute", "volume"])
 def test_deep_nesting_is_refused_without_500(state, service):
     target = ("/servers/{server}/os-volume_attachments" if service ==
@@ -260,10 +258,7 @@ def test_deep_nesting_is_refused_without_500(state, service):
     assert state.fingerprint() == before
 
 
-@pytest.mark.parametrize("depth", [10, 100, pytest.param(
-    1000, marks=pytest.mark.xfail(strict=True, reason=(
-        "known defect (issue 13, item 6), already at depth 1000: "
-        "RecursionError answers 500; remove with the fix")))])
+@pytest.mark.parametrize("depth", [10, 100, 1000])
 @pytest.mark.parametrize("service", ["compute", "volume"])
 def test_moderate_nesting_is_refused(state, service, depth):
     target = ("/servers/{server}/os-volume_attachments" if service ==
@@ -277,33 +272,28 @@ def test_moderate_nesting_is_refused(state, service, depth):
     assert state.fingerprint() == before
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known defect (issue 13, item 7): a 3 MB device name is accepted and "
-    "stored; Nova bounds its strings; remove with the fix"))
-def test_huge_device_name_is_refused(state):
+@pytest.mark.parametrize("length, expected", [
+    (100 * 1024, 400),          # under the body cap: the schema's maxLength
+    (3 * 1024 * 1024, 413),     # over [oslo_middleware] max_request_body_size
+])
+def test_huge_device_name_is_refused(state, length, expected):
     before = state.fingerprint()
     status, body, _ = state.api.attach_volume(
         state.server, state.free, microversion="2.1",
-        device="/dev/vd" + "b" * (3 * 1024 * 1024))
+        device="/dev/vd" + "b" * length)
     try:
-        assert status == 400, str(body)[:300]
+        assert status == expected, str(body)[:300]
         assert state.fingerprint() == before
     finally:
         if status < 400:
             state.restore()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known defect (issue 13, item 8): limit=abc on the volume list answers "
-    "200; Cinder answers 400; remove with the fix"))
 def test_volume_list_limit_abc_is_400(state):
     status, body, _ = state.volumes.list_volumes(limit="abc")
     assert status == 400, body
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known defect (issue 13, item 8): size 2**63 answers 500 "
-    "(OverflowError); Cinder caps sizes with a 400; remove with the fix"))
 @pytest.mark.parametrize("size", [2 ** 63, "99999999999999999999", 2 ** 31])
 def test_volume_size_overflow_is_400(state, size):
     before = state.fingerprint()

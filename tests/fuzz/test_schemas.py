@@ -40,13 +40,9 @@ TARGETS = [
     # /types is left out: hypothesis-jsonschema cannot generate its name
     # pattern (lookaheads) in reasonable time.
 ]
-# Known defects the generated bodies hit (issue 13); remove with the fix.
-KNOWN = {
-    "volume_create": pytest.mark.xfail(strict=True, reason=(
-        "known defect (issue 13, item 8): a volume size beyond the "
-        "database's integer answers 500 (OverflowError); found with "
-        "{'volume': {'size': 90449822849380209190318717017977569429}}")),
-}
+# Known defects the generated bodies hit: none left (add a strict xfail
+# naming a defect here when the fuzzer finds one).
+KNOWN = {}
 CASES = [pytest.param(t, version, schema, id="%s-%s" % (t[0], version),
                       marks=[KNOWN[t[0]]] if t[0] in KNOWN else [])
          for t in TARGETS for version, schema in t[4]]

@@ -59,17 +59,8 @@ def _run(deployment, seed, batch, rounds=ROUNDS):
     return run
 
 
-DELETE_RACE = pytest.mark.xfail(strict=True, reason=(
-    "known defect (issue 13, race 1): delete_instance releases only the "
-    "records it read, an attach landing after that completes on the "
-    "deleted server and leaks its attachment; remove this mark with the fix"))
-MIGRATE_RACE = pytest.mark.xfail(strict=True, reason=(
-    "known defect (issue 13, race 2): a detach racing os-migrateLive "
-    "leaves the server in MIGRATING for good (BDMNotFound in the "
-    "conductor); remove this mark with the fix"))
 
 
-@DELETE_RACE
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("version", ["2.101", "2.37"])
 def test_attach_racing_server_delete_leaves_nothing(deployment, version):
@@ -77,7 +68,6 @@ def test_attach_racing_server_delete_leaves_nothing(deployment, version):
     assert not run.violations, run.describe_violations()
 
 
-@MIGRATE_RACE
 @pytest.mark.timeout(240)
 def test_detach_racing_live_migration_leaves_nothing(deployment):
     run = _run(deployment, 1322, _migrate_and_detach, rounds=16)
