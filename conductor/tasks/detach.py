@@ -8,6 +8,9 @@ from volattach import exception
 
 LOG = logging.getLogger(__name__)
 
+# task states of workflows that replace the server's attachments
+MOVING_TASK_STATES = ("migrating", "shelving", "shelving_offloading")
+
 
 class DetachVolumeTask(base.TaskBase):
     """Unplug, delete the attachment, destroy the record."""
@@ -18,10 +21,11 @@ class DetachVolumeTask(base.TaskBase):
         notify_volume(context, "volume_detach", "start", instance, volume_id)
         bdm = None
         try:
-            # a live migration that started since the API's checks moves
-            # this record: refuse, as the API does once it sees it
+            # a live migration or an offload that started since the API's
+            # checks moves this record: refuse, as the API does once it
+            # sees their task state
             fresh = objects.Instance.get_by_uuid(context, instance.uuid)
-            if fresh.task_state == "migrating":
+            if fresh.task_state in MOVING_TASK_STATES:
                 raise exception.InstanceInvalidState(
                     method="detach_volume", instance_uuid=instance.uuid,
                     attr="task_state", state=fresh.task_state)
@@ -41,9 +45,18 @@ class DetachVolumeTask(base.TaskBase):
                           [bdm], error=error)
             return
         try:
-            if bdm.attachment_id:
+            # an offload may have swapped the record's attachment for a
+            # connector-less one meanwhile: delete the one it holds now too
+            attachment_ids = [bdm.attachment_id]
+            try:
+                current = objects.BlockDeviceMapping.get_by_volume_and_instance(
+                    context, volume_id, instance.uuid)
+                attachment_ids.append(current.attachment_id)
+            except exception.VolumeBDMNotFound:
+                pass
+            for attachment_id in dict.fromkeys(a for a in attachment_ids if a):
                 try:
-                    self.volume_api.attachment_delete(context, bdm.attachment_id)
+                    self.volume_api.attachment_delete(context, attachment_id)
                 except exception.VolumeAttachmentNotFound:
                     pass
             bdm.destroy()

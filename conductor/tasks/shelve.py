@@ -6,6 +6,7 @@ from volattach.conductor.tasks import base
 from volattach.conductor import scheduler
 from volattach.db.models import utcnow
 from volattach.objects import instance as instance_obj
+from volattach import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -55,7 +56,15 @@ class ShelveTask(base.TaskBase):
                 old = bdm.attachment_id
                 bdm.attachment_id = new["id"]
                 bdm.connection_info = None
-                bdm.save()
+                try:
+                    bdm.save()
+                except exception.BDMNotFound:
+                    # a detach that was already under way took the record
+                    # (and the old attachment): the new one is nobody's
+                    LOG.info("offload of %s: volume %s was detached meanwhile",
+                             instance.uuid, bdm.volume_id)
+                    self._cleanup_attachment(context, new["id"])
+                    continue
                 self._cleanup_attachment(context, old)
             instance.host = None
             instance.node = None

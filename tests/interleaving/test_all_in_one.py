@@ -40,7 +40,7 @@ def manage_dry_run(tmp_path):
     conf = tmp_path / "manage.conf"
     conf.write_text(
         "[DEFAULT]\nstate_path = %s\n[database]\nconnection = %s\n"
-        "[volume]\nconnection = %s\n[cinder]\nendpoint = %s\n" % (
+        "[volume]\nconnection = %s\n[cinder]\nauth_strategy = noauth\nendpoint = %s\n" % (
             CONF.state_path, CONF.database.connection, CONF.volume.connection,
             CONF.cinder.endpoint))
     result = subprocess.run(
