@@ -12,7 +12,10 @@ back for.  One pass of ``reconcile`` finds it and repairs it:
     died, the attachment of a deleted server.  Repair: delete the
     attachment (the volume service derives the volume's status again).
     Attachments without a server, or of servers unknown to this database (a
-    Cinder shared with another cloud), are never touched.
+    Cinder shared with another cloud), are never touched; nor is a live
+    server's ``attached`` attachment made with the legacy ``os-attach``
+    (flagged ``legacy`` or with empty ``connection_info``): those never get
+    a block-device record.
 ``orphan_bdm``
     a volume record whose ``attachment_id`` is gone from Cinder (checked
     again with a GET before the repair), is still None (the attach died
@@ -321,6 +324,15 @@ def reconcile(context, volume_api, grace_seconds, dry_run=False,
     return run.report
 
 
+def is_legacy_attached(attachment):
+    """An ``attached`` attachment made with the legacy ``os-attach`` (flagged
+    ``legacy``, or without ``connection_info``): it never has a block-device
+    record, so a live server's one is not an orphan."""
+    if attachment.get("status") != "attached":
+        return False
+    return bool(attachment.get("legacy")) or not attachment.get("connection_info")
+
+
 def _orphan_attachments(run, attachments, volumes, by_attachment):
     for att in attachments:
         if att["id"] in by_attachment:
@@ -331,6 +343,8 @@ def _orphan_attachments(run, attachments, volumes, by_attachment):
         instance = run.instance(instance_uuid)
         if instance is None:
             continue                    # a server of another cloud
+        if is_legacy_attached(att) and not run.is_deleted(instance):
+            continue                    # os-attach: never has a record
         volume = volumes.get(att["volume_id"])
         item = Item(ORPHAN_ATTACHMENT, att["volume_id"], instance_uuid,
                     att["id"],

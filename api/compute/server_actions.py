@@ -11,6 +11,8 @@ from volattach import servicegroup
 
 LOG = logging.getLogger(__name__)
 SERVER_ACTIONS = base.SERVER_ACTIONS
+# the only availability zone (Nova's default_availability_zone)
+DEFAULT_ZONE = "nova"
 RESET_STATES = {"active": instance_obj.ACTIVE, "error": instance_obj.ERROR}
 
 
@@ -99,6 +101,16 @@ class ServerActionsAPI(base.FacadeBase):
                           self.compute_task_api.shelve_offload_instance)
 
     def unshelve(self, context, instance, availability_zone=None, host=None):
+        """400 (Nova's checks, before anything changes) for an availability
+        zone that is not one (the only zone is ``nova``; ``nova:host`` is not
+        a zone) and for a ``host`` that is no compute."""
+        if availability_zone is not None and availability_zone != DEFAULT_ZONE:
+            raise exception.InvalidRequest(
+                message="The requested availability zone is not available")
+        if host and objects.Service.get_by_host_and_binary(
+                context.elevated(), host, "volattach-compute") is None:
+            raise exception.InvalidRequest(
+                message="Compute host %s could not be found." % host)
         if instance.vm_state == instance_obj.SHELVED_OFFLOADED:
             # the compute that receives it must honour its read-only volumes
             bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context,

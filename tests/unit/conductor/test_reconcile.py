@@ -367,3 +367,23 @@ def test_leader_is_the_lowest_up_conductor():
         assert not reconcile.is_leader(mock.Mock(), "c3")
         lst.get_all.return_value = []
         assert reconcile.is_leader(mock.Mock(), "anyone")
+
+
+def test_legacy_attached_attachment_of_live_server_is_never_touched(world):
+    world.db.add_instance("i1")
+    world.volumes.add_volume("v1")
+    world.volumes.add_volume("v2")
+    # os-attach: attached, no block-device record, empty connection_info
+    world.volumes.add_attachment("a1", "v1", "i1")
+    world.volumes.attachments["a1"]["connection_info"] = {}
+    world.volumes.add_attachment("a2", "v2", "i1")
+    world.volumes.attachments["a2"].update(legacy=True,
+                                           connection_info={"driver": "x"})
+    report = run(world, grace=0)
+    assert report.items == []
+    assert world.volumes.calls == []
+    # a new-style attached attachment without a record is still an orphan
+    world.volumes.attachments["a1"]["connection_info"] = {"driver": "x"}
+    assert kinds(run(world, grace=0), reconcile.REPAIRED) == [
+        ("orphan_attachment", "v1")]
+    assert world.volumes.calls == [("attachment_delete", "a1")]
