@@ -1,5 +1,5 @@
 """Drift repair: one reconciliation pass over attachments, block-device
-records and volume statuses (issue 7, part 3).
+records and volume statuses.
 
 A daemon killed between two steps of attach, detach or swap (or a volume
 service that lost a request) leaves drift behind that no workflow will come
