@@ -8,7 +8,7 @@ HTTP status from a table of ``(exception family, status)`` pairs, the
 first family that matches winning; each service passes its own table,
 usually ``EXCEPTION_FAMILY_STATUS`` plus its own entries in front.
 """
-from volattach import http_status
+from volattach import exception
 
 FAULT_NAMES = {
     400: "badRequest",
@@ -25,7 +25,21 @@ FAULT_NAMES = {
 }
 DEFAULT_FAULT_NAME = "computeFault"
 
-EXCEPTION_FAMILY_STATUS = http_status.EXCEPTION_FAMILY_STATUS
+# The status of each domain-exception family (the domain code raises
+# exceptions; only the HTTP edges turn them into statuses).  First match
+# wins: most specific family first.
+EXCEPTION_FAMILY_STATUS = (
+    (exception.NotAuthenticated, 401),
+    # PolicyNotAuthorized and TooManyDiskDevices are Forbidden
+    (exception.Forbidden, 403),
+    (exception.NotFound, 404),
+    # ValidationError, InvalidDevicePath, InvalidBDM, ... are Invalid
+    (exception.Invalid, 400),
+    # InstanceInvalidState, InstanceIsLocked, DevicePathInUse, ...
+    (exception.Conflict, 409),
+    # ConductorTooOld, CinderConnectionFailed, NoValidHost, DatabaseUnavailable
+    (exception.ServiceUnavailable, 503),
+)
 
 
 def fault_name(status):
