@@ -18,6 +18,7 @@ import logging
 from volattach.api import faults
 from volattach.api import middleware
 from volattach import context as volattach_context
+from volattach.wsgi import identity
 
 LOG = logging.getLogger(__name__)
 
@@ -59,8 +60,8 @@ class NoAuth:
         return self.application(environ, start_response)
 
 
-def _split(value):
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
+def _roles(environ, key):
+    return identity.roles_from_header(environ.get(key))
 
 
 class KeystoneContext:
@@ -79,8 +80,8 @@ class KeystoneContext:
             user_id=user_id,
             project_id=(environ.get("HTTP_X_PROJECT_ID")
                         or environ.get("HTTP_X_TENANT_ID")),
-            roles=_split(environ.get("HTTP_X_ROLES")),
-            service_roles=_split(environ.get("HTTP_X_SERVICE_ROLES")),
+            roles=_roles(environ, "HTTP_X_ROLES"),
+            service_roles=_roles(environ, "HTTP_X_SERVICE_ROLES"),
             auth_token=environ.get("HTTP_X_AUTH_TOKEN"),
             request_id=request_id, global_request_id=global_request_id,
             overwrite=False)

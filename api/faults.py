@@ -7,9 +7,8 @@ is a 500 whose body names the exception class but not its message (it may
 hold internals); the traceback goes to the log with the request id.
 
 Bodies are Nova's: ``{"<name>": {"code": N, "message": "..."}}`` where the
-name comes from ``FAULT_NAMES`` (Nova's ``wsgi.Fault`` table: badRequest,
-unauthorized, forbidden, itemNotFound, badMethod, conflictingRequest,
-overLimit, badMediaType, notImplemented, serviceUnavailable) and is
+name comes from the table shared with the volume service
+(``volattach.wsgi.faults``, Nova's ``wsgi.Fault`` table) and is
 ``computeFault`` for every other status (406 and 500 among them).
 
 The falcon error handlers at the end render the domain exceptions raised by
@@ -25,28 +24,14 @@ import falcon
 
 from volattach.api import microversions
 from volattach import exception
-from volattach import http_status
+from volattach.wsgi import faults as shared_faults
 
 LOG = logging.getLogger(__name__)
 
 STATUS_BY_EXCEPTION = (
     (microversions.MicroversionNotAcceptable, 406),
-) + http_status.EXCEPTION_FAMILY_STATUS
+) + shared_faults.EXCEPTION_FAMILY_STATUS
 
-FAULT_NAMES = {
-    400: "badRequest",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "itemNotFound",
-    405: "badMethod",
-    409: "conflictingRequest",
-    413: "overLimit",
-    415: "badMediaType",
-    429: "overLimit",
-    501: "notImplemented",
-    503: "serviceUnavailable",
-}
-DEFAULT_FAULT_NAME = "computeFault"
 
 UNEXPECTED_MESSAGE = ("Unexpected API Error. Please report this to the "
                       "operators of this cloud with the request id and attach "
@@ -66,15 +51,10 @@ _DEFAULT_MESSAGES = {
 
 def status_for(exc):
     """The HTTP status of a domain exception (500 when unmapped)."""
-    for family, status in STATUS_BY_EXCEPTION:
-        if isinstance(exc, family):
-            return status
-    return 500
+    return shared_faults.status_for(exc, STATUS_BY_EXCEPTION)
 
 
-def fault_body(status, message):
-    name = FAULT_NAMES.get(status, DEFAULT_FAULT_NAME)
-    return {name: {"code": status, "message": message}}
+fault_body = shared_faults.fault_body
 
 
 def status_line(status):

@@ -18,12 +18,11 @@ range is a 406.  Handlers read the result from ``req.context.microversion``
 import functools
 import re
 
-import microversion_parse
-
 from volattach import exception
+from volattach.wsgi import microversion as shared_microversion
 
 SERVICE_TYPE = "compute"
-HEADER = "OpenStack-API-Version"
+HEADER = shared_microversion.HEADER
 LEGACY_HEADER = "X-OpenStack-Nova-API-Version"
 VARY = "%s, %s" % (HEADER, LEGACY_HEADER)
 
@@ -158,11 +157,6 @@ VERSIONS = [
 
 _VERSION_RE = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
 
-# HEADER and LEGACY_HEADER as keys of a WSGI environ
-_ENVIRON_KEYS = tuple("HTTP_" + name.upper().replace("-", "_")
-                      for name in (HEADER, LEGACY_HEADER))
-
-
 class InvalidMicroversion(exception.Invalid):
     msg_fmt = ("API Version String %(version)s is of invalid format. Must be "
                "of format MajorNum.MinorNum.")
@@ -244,13 +238,15 @@ MAX_VERSION = Version.parse(VERSIONS[-1][0])
 DEFAULT_VERSION = MIN_VERSION
 
 
-# Accepted versions by the values of the two version headers of a WSGI
-# environ: clients send the same few header values over and over, and
-# microversion_parse's header folding costs more than the rest of the
-# negotiation.  Only successes are kept (errors are rare and build their
-# message each time); bounded like _PARSED.
-_NEGOTIATED = {}
-_NEGOTIATED_MAX = 512
+def _not_acceptable(version, min_version, max_version):
+    return MicroversionNotAcceptable(req_ver=str(version),
+                                     min_ver=str(min_version),
+                                     max_ver=str(max_version))
+
+
+NEGOTIATOR = shared_microversion.Negotiator(
+    SERVICE_TYPE, LEGACY_HEADER, MIN_VERSION, MAX_VERSION,
+    parse=Version.parse, not_acceptable=_not_acceptable)
 
 
 def negotiate(headers):
@@ -258,36 +254,13 @@ def negotiate(headers):
 
     Raises InvalidMicroversion (400) or MicroversionNotAcceptable (406).
     """
-    if "REQUEST_METHOD" not in headers:
-        return _negotiate(headers)
-    # a WSGI environ: only these two headers can carry the version
-    key = tuple(headers.get(name) for name in _ENVIRON_KEYS)
-    version = _NEGOTIATED.get(key)
-    if version is None:
-        version = _negotiate({name: value for name, value
-                              in zip(_ENVIRON_KEYS, key) if value is not None})
-        if len(_NEGOTIATED) < _NEGOTIATED_MAX:
-            _NEGOTIATED[key] = version
-    return version
-
-
-def _negotiate(headers):
-    text = microversion_parse.get_version(
-        headers, service_type=SERVICE_TYPE, legacy_headers=[LEGACY_HEADER])
-    if text is None:
-        return DEFAULT_VERSION
-    if text == "latest":
-        return MAX_VERSION
-    version = Version.parse(text)
-    if not version.matches(MIN_VERSION, MAX_VERSION):
-        raise MicroversionNotAcceptable(req_ver=str(version),
-                                        min_ver=str(MIN_VERSION),
-                                        max_ver=str(MAX_VERSION))
-    return version
+    if "REQUEST_METHOD" in headers:
+        return NEGOTIATOR.from_environ(headers)
+    return NEGOTIATOR.negotiate(headers)
 
 
 def response_headers(version):
     """The headers every versioned response carries."""
-    return [(HEADER, "%s %s" % (SERVICE_TYPE, version)),
+    return [(HEADER, NEGOTIATOR.response_value(version)),
             (LEGACY_HEADER, str(version)),
             ("Vary", VARY)]

@@ -16,12 +16,11 @@
   the versioned API (errors too).  ``GET /`` is not versioned.
 """
 import logging
-import re
-import uuid
 
 from volattach.api import faults
 from volattach.api import microversions
 from volattach.wsgi import body as body_limit
+from volattach.wsgi import request_id as request_ids
 
 LOG = logging.getLogger(__name__)
 
@@ -30,7 +29,6 @@ ENV_GLOBAL_REQUEST_ID = "openstack.global_request_id"
 ENV_MICROVERSION = "volattach.microversion"
 
 REQUEST_ID_HEADERS = ("x-openstack-request-id", "x-compute-request-id")
-_GLOBAL_ID_RE = re.compile(r"^req-[a-f0-9]{8}(-[a-f0-9]{4}){3}-[a-f0-9]{12}$")
 
 # Paths outside the versioned API (the root version document).
 UNVERSIONED_PATHS = ("", "/")
@@ -50,10 +48,11 @@ class RequestId:
         self.application = application
 
     def __call__(self, environ, start_response):
-        request_id = "req-%s" % uuid.uuid4()
+        request_id = request_ids.new_request_id()
         environ[ENV_REQUEST_ID] = request_id
-        inbound = environ.get("HTTP_X_OPENSTACK_REQUEST_ID")
-        if inbound and _GLOBAL_ID_RE.match(inbound):
+        inbound = request_ids.global_request_id(
+            environ.get(request_ids.ENVIRON_KEY))
+        if inbound:
             environ[ENV_GLOBAL_REQUEST_ID] = inbound
         headers = [(name, request_id) for name in REQUEST_ID_HEADERS]
         return self.application(environ, _add_headers(start_response, headers))

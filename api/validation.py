@@ -27,9 +27,9 @@ import unicodedata
 
 import jsonschema
 from oslo_utils import timeutils
-from oslo_utils import uuidutils
 
 from volattach import exception
+from volattach.wsgi import validation as shared_validation
 
 NAME_REASON = "printable characters. Can not start or end with whitespace."
 NAME_LEADING_TRAILING_REASON = ("printable characters with at least one non "
@@ -45,11 +45,7 @@ class InvalidName(Exception):
 FORMAT_CHECKER = jsonschema.FormatChecker(formats=())
 
 
-@FORMAT_CHECKER.checks("uuid")
-def _uuid(instance):
-    if not isinstance(instance, str):
-        return True
-    return uuidutils.is_uuid_like(instance)
+FORMAT_CHECKER.checks("uuid")(shared_validation.is_uuid)
 
 
 @FORMAT_CHECKER.checks("ipv4")
@@ -162,16 +158,8 @@ def _maximum(validator, maximum, instance, schema):
 _Validator = jsonschema.validators.extend(
     _BASE, {"minimum": _minimum, "maximum": _maximum})
 
-_validators = {}
-
-
-def _validator(schema):
-    key = id(schema)
-    validator = _validators.get(key)
-    if validator is None:
-        validator = _validators[key] = _Validator(
-            schema, format_checker=FORMAT_CHECKER)
-    return validator
+_validators = shared_validation.ValidatorCache(
+    lambda schema: _Validator(schema, format_checker=FORMAT_CHECKER))
 
 
 def select(version, versioned):
@@ -186,22 +174,15 @@ def select(version, versioned):
 def validate(schema, target, is_body=True):
     """Validate ``target``; raise ValidationError with Nova's message."""
     try:
-        error = next(_validator(schema).iter_errors(target), None)
+        error = next(_validators.get(schema).iter_errors(target), None)
     except TypeError as exc:
         raise exception.ValidationError(message=str(exc))
     if error is None:
         return
     if isinstance(error.cause, InvalidName):
         detail = str(error.cause)
-    elif len(error.path) > 0:
-        if is_body:
-            detail = ("Invalid input for field/attribute %s. Value: %s. %s"
-                      % (error.path.pop(), error.instance, error.message))
-        else:
-            detail = ("Invalid input for query parameters %s. Value: %s. %s"
-                      % (error.path.popleft(), error.instance, error.message))
     else:
-        detail = error.message
+        detail = shared_validation.error_detail(error, is_body)
     raise exception.ValidationError(message=detail)
 
 

@@ -20,12 +20,13 @@ Version documents (``/``, ``/v3/``) need no authentication.
 """
 from volattach import context as volattach_context
 from volattach import exception
+from volattach.wsgi import identity
 
 PUBLIC_PATHS = frozenset(["/", "/v3", "/v3/"])
 
 
-def _roles(header_value):
-    return [r.strip() for r in (header_value or "").split(",") if r.strip()]
+def _roles(req, header):
+    return identity.roles_from_header(req.get_header(header))
 
 
 class AuthMiddleware:
@@ -51,7 +52,7 @@ class AuthMiddleware:
         return volattach_context.RequestContext(
             user_id=req.get_header("X-User-Id"),
             project_id=req.get_header("X-Project-Id"),
-            roles=_roles(req.get_header("X-Roles")),
+            roles=_roles(req, "X-Roles"),
             auth_token=req.get_header("X-Auth-Token"),
             request_id=req.context.request_id, overwrite=False)
 
@@ -63,7 +64,7 @@ class AuthMiddleware:
             ctx = self._keystone_context(req)
         else:
             ctx = self._noauth_context(req)
-        ctx.service_roles = _roles(req.get_header("X-Service-Roles"))
+        ctx.service_roles = _roles(req, "X-Service-Roles")
         ctx.global_request_id = req.context.global_request_id
         req.context.ctx = ctx
 

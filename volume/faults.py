@@ -11,26 +11,10 @@ import falcon
 from oslo_log import log as logging
 
 from volattach import exception
-from volattach import http_status
+from volattach.wsgi import faults as shared_faults
 
 LOG = logging.getLogger(__name__)
 
-FAULT_NAMES = {
-    400: "badRequest",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "itemNotFound",
-    405: "badMethod",
-    409: "conflictingRequest",
-    413: "overLimit",
-    415: "badMediaType",
-    429: "overLimit",
-    501: "notImplemented",
-    503: "serviceUnavailable",
-}
-DEFAULT_FAULT = "computeFault"
-
-_FAMILIES = http_status.EXCEPTION_FAMILY_STATUS
 
 NOT_FOUND = "The resource could not be found."
 NOT_AUTHENTICATED = "The request you have made requires authentication."
@@ -39,15 +23,10 @@ INTERNAL = ("The server has either erred or is incapable of performing the "
 
 
 def status_of(exc):
-    for family, status in _FAMILIES:
-        if isinstance(exc, family):
-            return status
-    return 500
+    return shared_faults.status_for(exc)
 
 
-def fault_body(status, message):
-    return {FAULT_NAMES.get(status, DEFAULT_FAULT):
-            {"code": status, "message": message}}
+fault_body = shared_faults.fault_body
 
 
 def _falcon_message(exc):

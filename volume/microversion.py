@@ -8,10 +8,10 @@ in the range is accepted and behaves like the nearest lower one.
 import functools
 import re
 
-import microversion_parse
+from volattach.wsgi import microversion as shared_microversion
 
 SERVICE_TYPE = "volume"
-HEADER = "OpenStack-API-Version"
+HEADER = shared_microversion.HEADER
 LEGACY_HEADER = "OpenStack-Volume-microversion"
 
 
@@ -59,6 +59,26 @@ class VersionNotAcceptable(ValueError):
     """The header names a version outside MIN_VERSION..MAX_VERSION (406)."""
 
 
+def _parse(text):
+    try:
+        return Version.parse(text)
+    except ValueError:
+        raise InvalidVersionString(
+            "API Version String %s is of invalid format. Must be of format "
+            "MajorNum.MinorNum." % text)
+
+
+def _not_acceptable(version, min_version, max_version):
+    return VersionNotAcceptable(
+        "Version %s is not supported by the API. Minimum is %s and "
+        "maximum is %s." % (version, min_version, max_version))
+
+
+NEGOTIATOR = shared_microversion.Negotiator(
+    SERVICE_TYPE, LEGACY_HEADER, MIN_VERSION, MAX_VERSION, parse=_parse,
+    not_acceptable=_not_acceptable, lenient_latest=True)
+
+
 def negotiate(headers):
     """The request's microversion from its headers (a dict-like).
 
@@ -69,33 +89,12 @@ def negotiate(headers):
                                    folded.get(LEGACY_HEADER.lower()))
 
 
-@functools.lru_cache(maxsize=256)
 def negotiate_header_values(standard, legacy):
     """The microversion of a request whose ``OpenStack-API-Version`` and
-    legacy headers have these values (None: absent).  Cached: clients send
-    a handful of distinct values (errors are not cached)."""
-    headers = {HEADER: standard, LEGACY_HEADER: legacy}
-    requested = microversion_parse.get_version(
-        {name: value for name, value in headers.items()
-         if value is not None},
-        SERVICE_TYPE, legacy_headers=[LEGACY_HEADER])
-    if requested is None:
-        return MIN_VERSION
-    if requested.strip().lower() == "latest":
-        return MAX_VERSION
-    try:
-        version = Version.parse(requested)
-    except ValueError:
-        raise InvalidVersionString(
-            "API Version String %s is of invalid format. Must be of format "
-            "MajorNum.MinorNum." % requested)
-    if not MIN_VERSION <= version <= MAX_VERSION:
-        raise VersionNotAcceptable(
-            "Version %s is not supported by the API. Minimum is %s and "
-            "maximum is %s." % (version, MIN_VERSION, MAX_VERSION))
-    return version
+    legacy headers have these values (None: absent); cached."""
+    return NEGOTIATOR.from_values(standard, legacy)
 
 
 @functools.lru_cache(maxsize=None)
 def response_header_value(version):
-    return "%s %s" % (SERVICE_TYPE, version)
+    return NEGOTIATOR.response_value(version)

@@ -2,16 +2,13 @@
 request id, the body limit and the microversion.  The order is set in
 ``volume.wsgi``.
 """
-import re
-import uuid
-
 import falcon
 
 from volattach.volume import microversion as mv
 from volattach.wsgi import body as body_limit
+from volattach.wsgi import request_id as request_ids
 
 REQUEST_ID_HEADER = "x-openstack-request-id"
-_GLOBAL_ID_RE = re.compile(r"^req-[a-f0-9]{8}(-[a-f0-9]{4}){3}-[a-f0-9]{12}$")
 
 
 class RequestIdMiddleware:
@@ -19,10 +16,9 @@ class RequestIdMiddleware:
     an inbound ``X-OpenStack-Request-ID`` becomes the global request id."""
 
     def process_request(self, req, resp):
-        req.context.request_id = "req-%s" % uuid.uuid4()
-        inbound = req.get_header("X-OpenStack-Request-ID")
-        req.context.global_request_id = (
-            inbound if inbound and _GLOBAL_ID_RE.match(inbound) else None)
+        req.context.request_id = request_ids.new_request_id()
+        req.context.global_request_id = request_ids.global_request_id(
+            req.get_header(request_ids.INBOUND_HEADER))
 
     def process_response(self, req, resp, resource, req_succeeded):
         request_id = getattr(req.context, "request_id", None)

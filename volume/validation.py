@@ -6,40 +6,24 @@ field/attribute connector. Value: {}. {} should be non-empty``: the last
 element of the failing path, the failing value, jsonschema's message.
 """
 import jsonschema
-from oslo_utils import uuidutils
 
 from volattach import exception
+from volattach.wsgi import validation as shared_validation
 
 _FORMAT_CHECKER = jsonschema.FormatChecker()
+_FORMAT_CHECKER.checks("uuid")(shared_validation.is_uuid)
 
 
-@_FORMAT_CHECKER.checks("uuid")
-def _is_uuid(instance):
-    if not isinstance(instance, str):
-        return True
-    return uuidutils.is_uuid_like(instance)
+def _build(schema):
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=_FORMAT_CHECKER)
 
 
-_VALIDATORS = {}
-
-
-def _validator(schema):
-    key = id(schema)
-    validator = _VALIDATORS.get(key)
-    if validator is None:
-        cls = jsonschema.validators.validator_for(schema)
-        cls.check_schema(schema)
-        validator = cls(schema, format_checker=_FORMAT_CHECKER)
-        _VALIDATORS[key] = validator
-    return validator
+_VALIDATORS = shared_validation.ValidatorCache(_build)
 
 
 def validate(schema, body):
     """Check ``body`` against ``schema``; the first error is raised."""
-    for error in _validator(schema).iter_errors(body):
-        if len(error.path) > 0:
-            detail = ("Invalid input for field/attribute %s. Value: %s. %s"
-                      % (error.path.pop(), error.instance, error.message))
-        else:
-            detail = error.message
-        raise exception.ValidationError(detail)
+    for error in _VALIDATORS.get(schema).iter_errors(body):
+        raise exception.ValidationError(shared_validation.error_detail(error))

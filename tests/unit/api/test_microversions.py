@@ -6,6 +6,7 @@ import pytest
 
 from volattach.api import microversions
 from volattach.api.microversions import Version
+from volattach.wsgi import microversion as shared_microversion
 from tests.unit.api.conftest import USER
 
 HISTORY = os.path.join(os.path.dirname(microversions.__file__),
@@ -209,10 +210,10 @@ def _environ(**headers):
 
 
 def test_negotiate_environ_remembers_accepted_header_values(monkeypatch):
-    monkeypatch.setattr(microversions, "_NEGOTIATED", {})
+    monkeypatch.setattr(microversions.NEGOTIATOR, "_cache", {})
     environ = _environ(HTTP_OPENSTACK_API_VERSION="compute 2.77")
     assert microversions.negotiate(environ) == "2.77"
-    assert list(microversions._NEGOTIATED.values()) == ["2.77"]
+    assert list(microversions.NEGOTIATOR._cache.values()) == ["2.77"]
     # the remembered answer depends on both headers
     assert microversions.negotiate(_environ(
         HTTP_OPENSTACK_API_VERSION="compute 2.77",
@@ -221,11 +222,11 @@ def test_negotiate_environ_remembers_accepted_header_values(monkeypatch):
         HTTP_X_OPENSTACK_NOVA_API_VERSION="2.3")) == "2.3"
     assert microversions.negotiate(_environ()) == "2.1"
     assert microversions.negotiate(environ) == "2.77"
-    assert len(microversions._NEGOTIATED) == 4
+    assert len(microversions.NEGOTIATOR._cache) == 4
 
 
 def test_negotiate_environ_refuses_bad_versions_every_time(monkeypatch):
-    monkeypatch.setattr(microversions, "_NEGOTIATED", {})
+    monkeypatch.setattr(microversions.NEGOTIATOR, "_cache", {})
     for _ in range(2):
         with pytest.raises(microversions.MicroversionNotAcceptable):
             microversions.negotiate(
@@ -233,13 +234,13 @@ def test_negotiate_environ_refuses_bad_versions_every_time(monkeypatch):
         with pytest.raises(microversions.InvalidMicroversion):
             microversions.negotiate(
                 _environ(HTTP_OPENSTACK_API_VERSION="compute 2.x"))
-    assert microversions._NEGOTIATED == {}
+    assert microversions.NEGOTIATOR._cache == {}
 
 
 def test_negotiate_environ_memory_is_bounded(monkeypatch):
-    monkeypatch.setattr(microversions, "_NEGOTIATED", {})
-    monkeypatch.setattr(microversions, "_NEGOTIATED_MAX", 2)
+    monkeypatch.setattr(microversions.NEGOTIATOR, "_cache", {})
+    monkeypatch.setattr(shared_microversion, "_CACHE_MAX", 2)
     for minor in (10, 11, 12, 13):
         assert microversions.negotiate(_environ(
             HTTP_X_OPENSTACK_NOVA_API_VERSION="2.%d" % minor)) == "2.%d" % minor
-    assert len(microversions._NEGOTIATED) == 2
+    assert len(microversions.NEGOTIATOR._cache) == 2
