@@ -34,7 +34,10 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 BUSYBOX=/bin/busybox
-if ! "$BUSYBOX" --help 2>&1 | head -1 | grep -q BusyBox \
+# (the help text is read whole: `| head -1` under pipefail could fail on
+# busybox's SIGPIPE and reinstall for nothing)
+busybox_help=$("$BUSYBOX" --help 2>&1 || true)
+if [ "${busybox_help#BusyBox}" = "$busybox_help" ] \
         || ldd "$BUSYBOX" >/dev/null 2>&1; then
     command -v apt-get >/dev/null || die "busybox-static is missing"
     log "installing busybox-static"

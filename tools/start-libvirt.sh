@@ -88,7 +88,12 @@ until virsh -c qemu:///system capabilities >/dev/null 2>&1; do
     [ $SECONDS -lt $deadline ] || die "libvirtd did not answer in ${TIMEOUT}s"
     sleep 0.2
 done
-virsh -c qemu:///system capabilities | grep -q "domain type='qemu'" \
-    || die "libvirt lists no qemu domain type"
+# Read the whole document first: with pipefail, `virsh | grep -q` fails
+# whenever grep exits at the match before virsh has written everything.
+caps=$(virsh -c qemu:///system capabilities)
+case "$caps" in
+    *"domain type='qemu'"*) ;;
+    *) die "libvirt lists no qemu domain type" ;;
+esac
 log "libvirt is up (qemu:///system)"
 echo "qemu:///system"
