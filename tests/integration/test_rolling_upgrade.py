@@ -41,6 +41,8 @@ import sqlalchemy
 
 from tests import utils
 from tests.integration import conftest as harness
+from volattach.compute import rpcapi as compute_rpcapi
+from volattach.objects import service as service_obj
 from tests.integration.client import ComputeClient, VolumeClient
 
 pytestmark = pytest.mark.integration
@@ -50,8 +52,9 @@ BASE_FILE = pathlib.Path(__file__).with_name("ROLLING_UPGRADE_BASE")
 OLD_HOST = "compute-old"
 NEW_HOST = "compute1"
 OLD_SERVICE_VERSION = 2
-NEW_SERVICE_VERSION = 5
-NEW_COMPUTE_RPC = "1.4"
+# the current code's: every later bump must keep this test passing
+NEW_SERVICE_VERSION = service_obj.SERVICE_VERSION
+NEW_COMPUTE_RPC = compute_rpcapi.ComputeAPI.VERSION
 # The conductor caches its compute RPC cap ([upgrade_levels] compute = auto)
 # for compute.rpcapi._CAP_TTL = 10 s.
 CAP_TTL_MARGIN = 11.0
