@@ -165,7 +165,15 @@ class Server(waitress_server.TcpWSGIServer):
         def close_all():
             self.asyncore.close_all(self._map)
             closed.set()
-        self.trigger.pull_trigger(close_all)
+        try:
+            self.trigger.pull_trigger(close_all)
+        except OSError as exc:
+            # The wake-up pipe is already closed: poll() reported it
+            # invalid and the loop closed it.  Emptying the map from here
+            # ends the loop at its next turn (at most asyncore_loop_timeout).
+            LOG.warning("%s: wake-up pipe unusable (%s), closing "
+                        "connections from the caller", self.name, exc)
+            close_all()
         self.thread.join(timeout)
         if self.thread.is_alive():
             LOG.warning("%s: event loop did not stop", self.name)

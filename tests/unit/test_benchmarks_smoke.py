@@ -96,14 +96,19 @@ def test_cpu_roles_split_deployment_broker_database():
 
 
 def test_cpu_meter_counts_a_busy_child(tmp_path):
+    # The child says when it has burnt its 0.3 s of CPU, so that a loaded
+    # machine (which only delays the burn) cannot make the window too short.
     child = subprocess.Popen([sys.executable, "-c",
-                              "import time\nt=time.process_time()\n"
+                              "import sys, time\nt=time.process_time()\n"
                               "while time.process_time()-t<0.3: pass\n"
-                              "time.sleep(30)"])
+                              "print('burnt', flush=True)\n"
+                              "time.sleep(30)"],
+                             stdout=subprocess.PIPE, text=True)
     try:
         meter = cpu.CpuMeter({"child": lambda: {child.pid}}, interval=0.05).start()
         import time
-        time.sleep(0.6)
+        assert child.stdout.readline().strip() == "burnt"
+        time.sleep(0.2)
         result = meter.stop()
     finally:
         child.kill()
