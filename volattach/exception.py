@@ -166,6 +166,13 @@ class Conflict(VolattachException):
     msg_fmt = "Conflict: %(reason)s"
 
 
+class SwapOutsideMigration(Conflict):
+    msg_fmt = ("Swapping volume %(volume_id)s is only allowed while the "
+               "volume service migrates or retypes it (its migration_status "
+               "is empty); use the volume service's retype or migrate "
+               "instead.")
+
+
 class InstanceNotReady(Conflict):
     msg_fmt = "Instance %(instance_id)s has not been created yet."
 

@@ -163,6 +163,10 @@ class VolumeAttachmentsAPI(base.FacadeBase):
             raise exception.Conflict(reason="the attachment of volume %s is still in "
                                             "progress" % old_volume_id)
         old_volume = self.volume_api.get(context, old_volume_id)
+        # OSSN-0094: only the volume service may drive a swap, as the last
+        # step of a retype or migration it started on the source volume.
+        if not old_volume.get("migration_status"):
+            raise exception.SwapOutsideMigration(volume_id=old_volume_id)
         new_volume = self.volume_api.get(context, new_volume_id)
         if old_volume.get("multiattach") and len(old_volume.get("attachments") or []) > 1:
             raise exception.InvalidVolume(reason="Swapping multi-attach volumes with "

@@ -93,3 +93,8 @@ def admin_api(deployment):
 @pytest.fixture
 def volumes(deployment):
     return clients.VolumeClient(deployment.volume_url, "alice:demo")
+
+
+@pytest.fixture
+def volumes_admin(deployment):
+    return clients.VolumeClient(deployment.volume_url, "admin:admin:admin")

@@ -92,13 +92,15 @@ def test_failed_attach_sends_error_notification(api, volumes, collector):
     assert "injected failure" in payload["volattach_object.data"]["fault"]
 
 
-def test_swap_notifications_keep_attach_mode(api, admin_api, volumes, collector):
+def test_swap_notifications_keep_attach_mode(api, admin_api, volumes, volumes_admin,
+                                            collector):
     server_id = _new_server(api, name="notified-swap")
     old, new = _new_volume(volumes), _new_volume(volumes)
     status, body, _ = api.attach_volume(server_id, old, microversion="2.105",
                                         attach_mode="ro")
     assert status == 202, body
     collector.wait_for("instance.volume_attach.end")
+    volumes_admin.begin_migration(old)
     status, body, _ = admin_api.request(
         "PUT", "/servers/%s/os-volume_attachments/%s" % (server_id, old),
         {"volumeAttachment": {"volumeId": new}})

@@ -172,6 +172,8 @@ def test_swap_keeps_read_only(api, admin_api, volumes, deployment):
     status, body, _ = api.attach_volume(server_id, old, microversion=MV, attach_mode="ro")
     assert status == 202, body
     device = _wait_attached(api, volumes, server_id, old)["device"]
+    clients.VolumeClient(deployment.volume_url, "admin:admin:admin"
+                         ).begin_migration(old)
     status, body, _ = admin_api.request(
         "PUT", "/servers/%s/os-volume_attachments/%s" % (server_id, old),
         {"volumeAttachment": {"volumeId": new}}, microversion=MV)

@@ -259,10 +259,12 @@ def test_conductor_too_old_is_503_and_leaves_nothing(env, deployment):
         code, body, _ = old.request("POST", "/servers/%s/action" % server_id,
                                     {"os-stop": None})
         assert code == 503, body
+        env.admin_volumes.begin_migration(first)
         code, body, _ = old_admin.request(
             "PUT", "/servers/%s/os-volume_attachments/%s" % (server_id, first),
             {"volumeAttachment": {"volumeId": second}})
         assert code == 503, body
+        env.admin_volumes.begin_migration(first, "none")
         old.close()
         old_admin.close()
     assert _action_names(env, server_id) == before
@@ -305,9 +307,13 @@ def _try(env, server_id, operation, attached, spare, version="2.20"):
         code, body, _ = http.detach_volume(server_id, attached,
                                            microversion=version)
     elif operation == "swap":
+        # the compute API swaps only during a volume migration (OSSN-0094)
+        env.admin_volumes.begin_migration(attached)
         code, body, _ = http.request(
             "PUT", "/servers/%s/os-volume_attachments/%s" % (server_id, attached),
             {"volumeAttachment": {"volumeId": spare}}, microversion=version)
+        if code != 202:
+            env.admin_volumes.begin_migration(attached, "none")
     else:
         code, body, _ = http.request("POST", "/servers/%s/action" % server_id,
                                      {operation: None}, microversion=version)
@@ -580,6 +586,35 @@ def test_volume_ops_on_a_shelved_server_go_through_its_compute(env, deployment):
 
 # -- swap and detach failures ------------------------------------------------------
 
+def test_swap_outside_a_volume_migration_is_409_and_changes_nothing(env, deployment):
+    """OSSN-0094: an admin's swap of a volume the volume service is not
+    migrating (empty migration_status) is 409, with no attachment created
+    for the new volume, the old attachment untouched, no task state and no
+    action recorded."""
+    server_id = env.server(name="swap-refused")
+    old, new = env.volume(), env.volume()
+    assert _attach(env, server_id, old)[0] == 200
+    env.wait.volume_status(env.volumes, old, "in-use")
+    before = _listed(env, server_id)
+    actions = _action_names(env, server_id)
+    old_attachments = env.cinder_attachments(old)
+    for version in ("2.1", "2.85", "2.105"):
+        code, body, _ = env.http(ADMIN).request(
+            "PUT", "/servers/%s/os-volume_attachments/%s" % (server_id, old),
+            {"volumeAttachment": {"volumeId": new}}, microversion=version)
+        assert code == 409, (version, code, body)
+        assert body["conflictingRequest"]["code"] == 409
+        assert "migrat" in body["conflictingRequest"]["message"]
+    assert _listed(env, server_id) == before
+    assert _action_names(env, server_id) == actions
+    assert env.cinder_attachments(new) == []
+    assert env.cinder_attachments(old) == old_attachments
+    assert env.show_volume(old)["status"] == "in-use"
+    assert env.show_volume(new)["status"] == "available"
+    server = _wait_status(env, server_id, "ACTIVE")
+    assert server["OS-EXT-STS:task_state"] is None
+
+
 def test_failed_swap_rolls_back_to_the_old_volume(env, deployment):
     """The driver's swap fails: the old volume stays attached at its device
     (same Cinder attachment, in-use, still in the guest), the new one is
@@ -589,6 +624,7 @@ def test_failed_swap_rolls_back_to_the_old_volume(env, deployment):
     old, new = env.volume(), env.volume()
     assert _attach(env, server_id, old)[0] == 200
     before = _listed(env, server_id)[old]
+    env.admin_volumes.begin_migration(old)
     with override("fake_driver", fail_operations=["swap"]):
         code, body, headers = env.http(ADMIN).request(
             "PUT", "/servers/%s/os-volume_attachments/%s" % (server_id, old),

@@ -229,6 +229,18 @@ class VolumeClient(_HTTPClient):
         return self.request("DELETE", self._path(f"/volumes/{volume_id}"),
                             microversion=microversion)
 
+    def begin_migration(self, volume_id, migration_status="migrating"):
+        """Set the volume's migration_status with os-reset_status (admin),
+        as the volume service does when it starts a retype or migration:
+        the compute API swaps an attached volume only then (OSSN-0094).
+        The volume service's own retype and migrate drive a real swap end
+        to end (tests/functional/volume/test_volume_retype_swap_e2e.py);
+        this lets a test reach the compute swap alone."""
+        code, body, _ = self.request(
+            "POST", self._path(f"/volumes/{volume_id}/action"),
+            {"os-reset_status": {"migration_status": migration_status}})
+        assert code == 202, (code, body)
+
     def wait_for_volume_status(self, volume_id, status, timeout=60,
                                interval=0.5):
         """Poll until the volume has ``status``; return the volume.

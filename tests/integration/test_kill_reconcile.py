@@ -164,6 +164,7 @@ def kill_detach(dep, compute, volumes):
 def kill_swap(dep, compute, volumes):
     server, old, new = _server(compute), _volume(volumes), _volume(volumes)
     _attach(compute, volumes, server, old)
+    volumes.begin_migration(old)        # swaps happen only in a migration
     host = _server_host(compute, server)
     compute_name = next(n for n, h in dep.compute_hosts.items() if h == host)
     dep.kill(compute_name, signal.SIGKILL)

@@ -347,9 +347,7 @@ class Run:
             new = rng.choice(candidates)
             body = {"volumeAttachment": {"volumeId": new}}
             return (name, "swap(%s, %s -> %s)" % (server, volume, new),
-                    lambda c: c.admin.request(
-                        "PUT", "/servers/%s/os-volume_attachments/%s" % (
-                            server, volume), body, microversion="2.1"))
+                    lambda c: _swap_during_migration(c, server, volume, body))
         if name == "delete_volume":
             volume = rng.choice(volumes) if volumes else None
             if self._focus_volume in snap.volumes and rng.random() < 0.5:
@@ -536,3 +534,20 @@ class Run:
             lines.append("seed %s step %s: %s\n    after: %s" % (
                 self.seed, step, text, what))
         return "\n".join(lines)
+
+
+def _swap_during_migration(c, server, volume, body):
+    """The compute swap as the volume service drives it: the source is
+    marked migrating first (os-reset_status), since the compute API refuses
+    a swap outside a volume migration (OSSN-0094); a refused swap clears
+    the mark again."""
+    mark = c.volumes._path("/volumes/%s/action" % volume)
+    c.volumes.request("POST", mark, {"os-reset_status": {
+        "migration_status": "migrating"}})      # a 404 if deleted meanwhile
+    result = c.admin.request(
+        "PUT", "/servers/%s/os-volume_attachments/%s" % (server, volume),
+        body, microversion="2.1")
+    if result[0] != 202:
+        c.volumes.request("POST", mark, {"os-reset_status": {
+            "migration_status": "none"}})
+    return result

@@ -597,7 +597,9 @@ def async_attach_v2_101_v2_102(env):
 
 def swap_volume(env):
     """Swap (PUT with another volumeId), tempest's update_attached_volume:
-    the owner is refused (403) and the service role allowed; the new volume
+    the owner is refused (403), anyone is refused (409) while the volume
+    service is not migrating the volume (OSSN-0094), and the service role
+    allowed during a migration; the new volume
     takes over the device, tag and delete_on_termination (2.79 views), the
     old attachment is deleted (old volume available, no Cinder attachment)
     and the new volume is in-use; instance action swap_volume with a
@@ -615,6 +617,12 @@ def swap_volume(env):
     with microversion("2.79"):
         _raises(lib_exc.Forbidden, env.client().update_attached_volume,
                 server_id, old, volumeId=new)
+        # OSSN-0094: not while the volume service is not migrating it
+        _raises(lib_exc.Conflict, env.admin.update_attached_volume,
+                server_id, old, volumeId=new)
+    assert env.cinder_attachments(new) == []
+    env.admin_volumes.begin_migration(old)
+    with microversion("2.79"):
         _raises(lib_exc.BadRequest, env.admin.update_attached_volume,
                 server_id, old, volumeId=busy)
         _raises(lib_exc.BadRequest, env.admin.update_attached_volume,
@@ -650,6 +658,7 @@ def swap_volume(env):
         env.wait.server_status(env.client(), server_id, "ACTIVE")
         env.client().pause_server(server_id)
         env.wait.server_status(env.client(), server_id, "PAUSED")
+        env.admin_volumes.begin_migration(new)
         env.admin.update_attached_volume(server_id, new, volumeId=old)
         env.wait.attachment_removed(env.client(), server_id, new)
     env.wait.volume_status(env.volumes, old, "in-use")
@@ -740,6 +749,7 @@ def instance_actions_schemas(env):
     server_id = env.server(name="ia")
     first, second = env.volume(), env.volume()
     _attach(env, server_id, first, "2.1")
+    env.admin_volumes.begin_migration(first)
     with microversion("2.1"):
         env.admin.update_attached_volume(server_id, first, volumeId=second)
         env.wait.attachment_removed(env.client(), server_id, first)

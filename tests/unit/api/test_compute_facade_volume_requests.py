@@ -295,3 +295,20 @@ def test_sent_action_keeps_its_task_state(database, ctx):
     api.stop(ctx, api.get(ctx, server))
     assert tasks.calls == [("stop_instance", server)]
     assert api.get(ctx, server).task_state == "powering-off"
+
+
+def test_swap_outside_a_volume_migration_is_refused_before_any_write(api, ctx):
+    """OSSN-0094: with no migration_status on the source volume the facade
+    refuses the swap after reading the source volume only: no
+    begin_detaching, no attachment, nothing cast to the conductor."""
+    server = _server()
+    volume = str(uuid.uuid4())
+    _bdm(server, volume_id=volume)
+    _compute()
+    instance = api.get(ctx.elevated(), server)
+    with pytest.raises(exception.SwapOutsideMigration) as info:
+        api.swap_volume(ctx.elevated(), instance, volume, str(uuid.uuid4()))
+    assert isinstance(info.value, exception.Conflict)
+    assert volume in info.value.format_message()
+    assert api.volume_api.calls == [("get", volume)]
+    assert api.compute_task_api.calls == []
