@@ -128,6 +128,10 @@ class FlavorNotFound(NotFound):
     msg_fmt = "Flavor %(flavor_id)s could not be found."
 
 
+class SnapshotNotFound(NotFound):
+    msg_fmt = "Snapshot %(snapshot_id)s could not be found."
+
+
 class VolumeNotFound(NotFound):
     msg_fmt = "Volume %(volume_id)s could not be found."
 

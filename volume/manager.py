@@ -123,6 +123,12 @@ class VolumeManager:
     def type_list(self, ctx):
         return self.db.read(db.type_list, include_private=ctx.is_admin)
 
+    def type_update(self, ctx, type_id, name=None, description=None,
+                    is_public=None):
+        _require_admin(ctx, "volume_extension:types_manage")
+        return self.db.write(db.type_update, type_id, name=name,
+                             description=description, is_public=is_public)
+
     def type_delete(self, ctx, type_id):
         _require_admin(ctx, "volume_extension:types_manage")
         self.db.write(db.type_delete, type_id)

@@ -61,6 +61,31 @@ def type_list(conn, include_private=False):
     return _with_specs(conn, conn.execute(query).all())
 
 
+def type_update(conn, type_id, name=None, description=None, is_public=None):
+    """Rename, describe or publish a type (the default type keeps its
+    name); returns the type."""
+    vtype = type_get(conn, type_id)
+    values = {}
+    if name is not None and name != vtype["name"]:
+        if vtype["name"] == DEFAULT_TYPE_NAME:
+            raise exception.InvalidInput(
+                reason="The default volume type cannot be renamed.")
+        values["name"] = name
+    if description is not None:
+        values["description"] = description
+    if is_public is not None:
+        values["is_public"] = is_public
+    if values:
+        values["updated_at"] = utcnow()
+        try:
+            with conn.begin_nested():
+                conn.execute(sa.update(volume_types).where(
+                    volume_types.c.id == vtype["id"]).values(**values))
+        except sa_exc.IntegrityError:
+            raise exception.VolumeTypeExists(name=name)
+    return type_get(conn, vtype["id"])
+
+
 def type_delete(conn, type_id):
     vtype = type_get(conn, type_id)
     if vtype["name"] == DEFAULT_TYPE_NAME:

@@ -1,7 +1,9 @@
-"""/types: volume types with extra specs (create and delete: admin)."""
+"""/types: volume types with extra specs (create, update and delete:
+admin)."""
 import falcon
 from oslo_utils import strutils
 
+from volattach import exception
 from volattach.volume import views
 from volattach.volume.handlers import body, context
 from volattach.volume.schemas import types as schemas
@@ -31,6 +33,26 @@ class Item:
 
     def on_get(self, req, resp, type_id):
         vtype = self.manager.type_get(context(req), type_id)
+        resp.media = {"volume_type": views.volume_type(vtype)}
+
+    def on_put(self, req, resp, type_id):
+        data = body(req, schemas.update)["volume_type"]
+        name, description = data.get("name"), data.get("description")
+        is_public = data.get("is_public")
+        if is_public is not None:
+            try:
+                is_public = strutils.bool_from_string(is_public, strict=True)
+            except ValueError:
+                raise exception.InvalidInput(
+                    reason="Invalid value '%s' for is_public. Accepted values: "
+                           "True or False." % data["is_public"])
+        if name is None and description is None and is_public is None:
+            raise exception.InvalidInput(
+                reason="Specify volume type name, description, is_public or "
+                       "a combination thereof.")
+        vtype = self.manager.type_update(context(req), type_id, name=name,
+                                         description=description,
+                                         is_public=is_public)
         resp.media = {"volume_type": views.volume_type(vtype)}
 
     def on_delete(self, req, resp, type_id):

@@ -88,6 +88,13 @@ class Collection:
     def on_post(self, req, resp):
         data = body(req, schemas.create)["volume"]
         size = checked_size(data["size"])
+        if data.get("snapshot_id"):
+            raise exception.SnapshotNotFound(snapshot_id=data["snapshot_id"])
+        if data.get("source_volid"):
+            self.manager.volume_get(context(req), data["source_volid"])
+            raise exception.InvalidInput(
+                reason="Creating a volume from another volume is not "
+                       "supported by this volume service.")
         vol = self.manager.volume_create(
             context(req), size,
             name=data.get("name", data.get("display_name")),

@@ -28,6 +28,27 @@ create = {
     "additionalProperties": False,
 }
 
+# PUT /types/{id}: at least one of name, description, is_public
+update = {
+    "type": "object",
+    "properties": {
+        "volume_type": {
+            "type": "object",
+            "properties": {
+                "name": {"type": ["string", "null"], "minLength": 1,
+                         "maxLength": 255,
+                         "pattern": r"^(?!\s)(?!.*\s$).*$"},
+                "description": {"type": ["string", "null"],
+                                "maxLength": 255},
+                "is_public": {"type": ["boolean", "string"]},
+            },
+            "additionalProperties": False,
+        },
+    },
+    "required": ["volume_type"],
+    "additionalProperties": False,
+}
+
 extra_specs_create = {
     "type": "object",
     "properties": {"extra_specs": _specs},

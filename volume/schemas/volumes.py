@@ -42,8 +42,11 @@ create = {
                                       "maxLength": 255},
                 "metadata": _metadata,
                 "multiattach": _boolean,
-                "snapshot_id": {"type": "null"},
-                "source_volid": {"type": "null"},
+                # no snapshots here: any id is 404; a source volume is
+                # looked up (404), then refused (no cloning)
+                "snapshot_id": {"type": ["string", "null"], "format": "uuid"},
+                "source_volid": {"type": ["string", "null"],
+                                 "format": "uuid"},
                 "imageRef": {"type": "null"},
                 "backup_id": {"type": "null"},
                 "group_id": {"type": "null"},

@@ -236,3 +236,62 @@ def test_extra_specs_crud(api):
                    token=ADMIN).status_code == 404
     assert api.get("/types/%s" % vtype["id"], token=ADMIN).json[
         "volume_type"]["extra_specs"] == {"a": "3"}
+
+
+def test_update_type(api):
+    """PUT /types/{id} as tempest's test_volume_type_update: name,
+    description and is_public; 400 with none of them, 409 on a taken name,
+    404 unknown, 403 for non-admins; nothing changed by a refused one."""
+    vtype = api.create_type(extra_specs={"a": "1"})
+    other = api.create_type()
+    path = "/types/%s" % vtype["id"]
+    r = api.put(path, {"volume_type": {"name": "renamed",
+                                       "description": "new words",
+                                       "is_public": False}}, token=ADMIN)
+    assert r.status_code == 200, r.text
+    shown = r.json["volume_type"]
+    assert (shown["id"], shown["name"], shown["description"],
+            shown["is_public"], shown["extra_specs"]) == (
+        vtype["id"], "renamed", "new words", False, {"a": "1"})
+    assert api.get(path, token=ADMIN).json["volume_type"] == shown
+    r = api.put(path, {"volume_type": {"description": ""}}, token=ADMIN)
+    assert r.status_code == 200 and r.json["volume_type"]["description"] == ""
+    assert r.json["volume_type"]["name"] == "renamed"
+    for bad, status in (({"volume_type": {}}, 400),
+                        ({"volume_type": {"description": None}}, 400),
+                        ({"volume_type": {"is_public": "maybe"}}, 400),
+                        ({"volume_type": {"bogus": 1}}, 400),
+                        ({"volume_type": {"name": other["name"]}}, 409)):
+        r = api.put(path, bad, token=ADMIN)
+        assert r.status_code == status, (bad, r.text)
+    assert api.put(path, {"volume_type": {"name": "x"}}).status_code == 403
+    assert api.put("/types/%s" % uuid.uuid4(), {"volume_type": {"name": "y"}},
+                   token=ADMIN).status_code == 404
+    assert api.get(path, token=ADMIN).json["volume_type"]["name"] == "renamed"
+
+
+def test_create_from_unknown_snapshot_or_source_volume_is_404(api):
+    """tempest's test_create_volume_with_nonexistent_snapshot_id and
+    _source_volid: 404 in Cinder's format and no volume stored; a source
+    volume that exists is refused (400: no cloning here), a malformed id is
+    400."""
+    missing = str(uuid.uuid4())
+    r = api.post("/volumes", {"volume": {"size": 1, "snapshot_id": missing}})
+    assert r.status_code == 404, r.text
+    assert r.json["itemNotFound"]["message"] == (
+        "Snapshot %s could not be found." % missing)
+    r = api.post("/volumes", {"volume": {"size": 1, "source_volid": missing}})
+    assert r.status_code == 404, r.text
+    assert r.json["itemNotFound"]["message"] == (
+        "Volume %s could not be found." % missing)
+    other = api.create_volume(token=USER2)
+    r = api.post("/volumes", {"volume": {"size": 1,
+                                         "source_volid": other["id"]}})
+    assert r.status_code == 404, r.text
+    mine = api.create_volume()
+    r = api.post("/volumes", {"volume": {"size": 1, "source_volid": mine["id"]}})
+    assert r.status_code == 400, r.text
+    assert "another volume" in r.json["badRequest"]["message"]
+    r = api.post("/volumes", {"volume": {"size": 1, "snapshot_id": "nope"}})
+    assert r.status_code == 400, r.text
+    assert _ids(api.get("/volumes")) == [mine["id"]]
