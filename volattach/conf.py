@@ -33,6 +33,13 @@ default_opts = [
     cfg.IntOpt("report_interval", default=10, min=1,
                help="Seconds between two heartbeats of a service in the "
                     "services table."),
+    cfg.IntOpt("graceful_shutdown_timeout", default=10, min=0,
+               help="Seconds a conductor or compute daemon (and "
+                    "volattach-all) asked to stop (SIGTERM, SIGINT) waits "
+                    "for its RPC servers and in-flight work to end before "
+                    "it exits anyway, with status 1; 0 waits forever. A "
+                    "second signal exits at once. Work cut short is left "
+                    "to the reconcile pass, as after a crash."),
     cfg.IntOpt("service_down_time", default=60, min=1,
                help="A service whose last heartbeat is older than this many "
                     "seconds counts as down."),

@@ -8,7 +8,9 @@ A compute does all of this through the conductor (``indirection_api``).
 """
 import contextlib
 import logging
+import os
 import threading
+import time
 import uuid as uuidlib
 
 import oslo_messaging as messaging
@@ -158,17 +160,57 @@ class Service:
         self.servers = []
 
 
-def run_until_signalled(services):
-    """Block until SIGTERM/SIGINT, then stop every service."""
+def run_until_signalled(services, exit=None):
+    """Block until SIGTERM/SIGINT, then stop every service within
+    ``[DEFAULT] graceful_shutdown_timeout`` seconds; past it (or at a second
+    signal) the process exits with status 1 (``exit``, for tests)."""
     import signal
     done = threading.Event()
+    again = threading.Event()
 
     def _handler(signum, frame):
+        if done.is_set():
+            again.set()
         done.set()
 
     signal.signal(signal.SIGTERM, _handler)
     signal.signal(signal.SIGINT, _handler)
+    LOG.info("running %s; SIGTERM or SIGINT stops within %s s",
+             ", ".join(getattr(s, "binary", str(s)) for s in services),
+             CONF.graceful_shutdown_timeout or "unlimited")
     while not done.wait(1):
         pass
-    for service in services:
-        service.stop()
+    if not stop_within(services, CONF.graceful_shutdown_timeout, again):
+        (exit or _exit_now)(1)
+
+
+def stop_within(services, timeout, interrupted=None):
+    """Stop ``services`` (in order) from a helper thread; True when they all
+    stopped within ``timeout`` seconds (0: no limit) and before
+    ``interrupted`` was set."""
+    def _stop_all():
+        for service in services:
+            try:
+                service.stop()
+            except Exception:
+                LOG.exception("stopping %s", getattr(service, "binary", service))
+    stopper = threading.Thread(target=_stop_all, name="graceful-stop",
+                               daemon=True)
+    stopper.start()
+    deadline = None if not timeout else time.monotonic() + timeout
+    while stopper.is_alive():
+        if interrupted is not None and interrupted.is_set():
+            LOG.warning("second signal: exiting without waiting")
+            return False
+        if deadline is not None and time.monotonic() >= deadline:
+            LOG.warning("services did not stop within [DEFAULT] "
+                        "graceful_shutdown_timeout = %s s: exiting",
+                        timeout)
+            return False
+        stopper.join(0.1)
+    return True
+
+
+def _exit_now(status):
+    logging.shutdown()
+    os._exit(status)
