@@ -91,6 +91,8 @@ _RULES = [
     _rule(_S % "create:requested_destination", ADMIN,
           "Create a server on the requested compute service host and/or "
           "hypervisor_hostname", [("POST", "/servers")]),
+    _rule(_S % "update", PROJECT_MEMBER_OR_ADMIN, "Update a server",
+          [("PUT", _SERVER)]),
     _rule(_S % "delete", PROJECT_MEMBER_OR_ADMIN, "Delete a server",
           [("DELETE", _SERVER)]),
     _rule(_S % "start", PROJECT_MEMBER_OR_ADMIN, "Start a server",

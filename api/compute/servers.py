@@ -1,4 +1,5 @@
-"""Servers: show, list, create (with block_device_mapping_v2) and delete."""
+"""Servers: show, list, create (with block_device_mapping_v2), update and
+delete."""
 import logging
 import secrets
 import uuid as uuidlib
@@ -232,6 +233,14 @@ class ServersAPI(base.FacadeBase):
             no_device=bool(mapping.get("no_device", False)),
             attach_mode=(mapping.get("attach_mode") or "rw")
             if mapping.get("destination_type") == "volume" else None)
+
+    def update(self, context, instance, changes):
+        """Rename, describe, re-address (access IPs) or re-hostname the
+        server: a database write, allowed in every state (as in Nova)."""
+        for name, value in changes.items():
+            setattr(instance, name, value)
+        instance.save()
+        return instance
 
     def delete(self, context, instance):
         """Delete the server, interrupting a build or a change of its power

@@ -1,8 +1,9 @@
-"""/servers: create, list, list with details, show, delete.
+"""/servers: create, list, list with details, show, update, delete.
 
 Networks are accepted as Nova accepts them but nothing allocates ports
 (there is no network service behind this API): ``addresses`` stay ``{}``.
 """
+import ipaddress
 import secrets
 import string
 import urllib.parse
@@ -233,6 +234,32 @@ class Servers(common.Resource):
         common.send(resp, view.show(req, instance,
                                     bdms.get(instance.uuid, []),
                                     self._host_statuses(req, instance)))
+
+    def on_put_item(self, req, resp, server_id):
+        ctx = req.context.ctx
+        mv = req.context.microversion
+        body = validation.validate_body(mv, schemas.UPDATE,
+                                        common.read_body(req))["server"]
+        instance = self.compute.get(ctx, server_id)
+        policy.authorize(ctx, SERVERS % "update",
+                         {"project_id": instance.project_id})
+        changes = {}
+        if "name" in body:
+            changes["display_name"] = body["name"]
+        if "description" in body:
+            changes["display_description"] = body["description"]
+        for key, field in (("accessIPv4", "access_ip_v4"),
+                           ("accessIPv6", "access_ip_v6")):
+            if key in body:
+                # stored and shown in canonical form, as Nova does
+                changes[field] = ipaddress.ip_address(body[key]).compressed
+        if "hostname" in body:
+            changes["hostname"] = body["hostname"]
+        instance = self.compute.update(ctx, instance, changes)
+        bdms = self.compute.get_bdms_by_instances(ctx, [instance])
+        common.send(resp, view.updated(req, instance,
+                                       bdms.get(instance.uuid, []),
+                                       self._host_statuses(req, instance)))
 
     def on_delete_item(self, req, resp, server_id):
         ctx = req.context.ctx

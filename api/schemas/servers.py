@@ -201,6 +201,38 @@ CREATE = (("2.1", create_v21), ("2.19", create_v219), ("2.32", create_v232),
           ("2.67", create_v267), ("2.74", create_v274), ("2.90", create_v290),
           ("2.94", create_v294), ("2.105", create_v2105))
 
+# -- PUT /servers/{id} ---------------------------------------------------------------
+
+update_v21 = {
+    "type": "object",
+    "properties": {
+        "server": {
+            "type": "object",
+            "properties": {
+                "name": parameter_types.name,
+                "OS-DCF:diskConfig": parameter_types.disk_config,
+                "accessIPv4": parameter_types.accessIPv4,
+                "accessIPv6": parameter_types.accessIPv6,
+            },
+            "additionalProperties": False,
+        },
+    },
+    "required": ["server"],
+    "additionalProperties": False,
+}
+
+update_v219 = copy.deepcopy(update_v21)
+_server(update_v219)["description"] = parameter_types.description
+
+update_v290 = copy.deepcopy(update_v219)
+_server(update_v290)["hostname"] = parameter_types.hostname
+
+update_v294 = copy.deepcopy(update_v290)
+_server(update_v294)["hostname"] = parameter_types.fqdn
+
+UPDATE = (("2.1", update_v21), ("2.19", update_v219), ("2.90", update_v290),
+          ("2.94", update_v294))
+
 # -- GET /servers, /servers/detail ---------------------------------------------------
 
 # query parameters that name joined tables: refused with 400 (as in Nova)

@@ -300,6 +300,23 @@ def show(req, instance, bdms, host_statuses=None):
                              show_server_groups=True)}
 
 
+# what Nova's PUT /servers/{id} leaves out of the server before 2.75
+_NOT_IN_UPDATE = ("OS-EXT-AZ:", "OS-EXT-SRV-ATTR:", "OS-EXT-STS:",
+                  "OS-SRV-USG:", "os-extended-volumes:", "config_drive",
+                  "key_name", "host_status", "server_groups",
+                  "security_groups")
+
+
+def updated(req, instance, bdms, host_statuses=None):
+    """The body of PUT /servers/{id}: from 2.75 the same as a show, before
+    it the server without its extension attributes (as Nova answers)."""
+    if req.context.microversion.matches("2.75"):
+        return show(req, instance, bdms, host_statuses)
+    body = server(req, instance, bdms)
+    return {"server": {k: v for k, v in body.items()
+                       if not k.startswith(_NOT_IN_UPDATE)}}
+
+
 def detail(req, conf, instances, bdms_by_instance, host_statuses=None):
     servers = [server(req, instance, bdms_by_instance.get(instance.uuid, []),
                       host_statuses)
