@@ -48,8 +48,12 @@ class ServersAPI(base.FacadeBase):
             filters["project_id"] = context.project_id
         if context.is_admin and opts.get("project_id"):
             filters["project_id"] = opts["project_id"]
-        if opts.get("name"):
-            filters["name"] = opts["name"]
+        for key in ("name", "flavorid", "image_ref", "changes-since",
+                    "changes-before"):
+            if opts.get(key) is not None:
+                filters[key] = opts[key]
+        if opts.get("changes-since") or opts.get("changes-before"):
+            filters["read_deleted"] = True      # deleted servers changed too
         if opts.get("host") and context.is_admin:
             filters["host"] = opts["host"]
         if opts.get("reservation_id"):

@@ -4,11 +4,13 @@ Networks are accepted as Nova accepts them but nothing allocates ports
 (there is no network service behind this API): ``addresses`` stay ``{}``.
 """
 import ipaddress
+import re
 import secrets
 import string
 import urllib.parse
 
 from oslo_utils import strutils
+from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
 from volattach.api import common
@@ -46,6 +48,25 @@ def _user_filters(mv):
     if mv.matches("2.90"):
         names.append("hostname")
     return names
+
+
+def _regex(value):
+    try:
+        re.compile(value)
+    except re.error:
+        raise exception.InvalidInput(
+            message="Invalid regular expression in name: %s" % value)
+    return value
+
+
+def _timestamp(name, value):
+    """An ISO 8601 time of a list filter, as naive UTC."""
+    try:
+        parsed = timeutils.parse_isotime(value)
+    except ValueError:
+        raise exception.InvalidInput(
+            message="Invalid filter field: %s." % name)
+    return timeutils.normalize_time(parsed)
 
 
 def generate_password(length=12):
@@ -161,7 +182,21 @@ class Servers(common.Resource):
                 raise exception.Forbidden(
                     message="Only administrators may list deleted instances")
         if "name" in filters:
-            opts["name"] = filters["name"][-1]
+            opts["name"] = _regex(filters["name"][-1])
+        if "flavor" in filters:
+            opts["flavorid"] = filters["flavor"][-1]
+        if "image" in filters:
+            # an id or an image URL, whose last part is the id
+            opts["image_ref"] = filters["image"][-1].rstrip("/").rsplit(
+                "/", 1)[-1]
+        for key in ("changes-since", "changes-before"):
+            if key in filters:
+                opts[key] = _timestamp(key, filters[key][-1])
+        if ("changes-since" in opts and "changes-before" in opts
+                and opts["changes-since"] > opts["changes-before"]):
+            raise exception.InvalidInput(
+                message="The value of changes-since must be less than or "
+                        "equal to changes-before.")
         all_tenants = False
         if "all_tenants" in filters:
             value = filters["all_tenants"][-1]
@@ -185,6 +220,8 @@ class Servers(common.Resource):
             opts["deleted"] = strutils.bool_from_string(filters["deleted"][-1],
                                                         default=False)
         limit, marker = common.limit_and_marker(self.conf, query)
+        if limit == 0:
+            return []
         try:
             instances = self.compute.get_all(ctx, opts, limit=limit,
                                              marker=marker)

@@ -1,5 +1,7 @@
 """Queries of the compute database's ``instances`` table (with their block
 device mappings where one request reads both)."""
+import json
+
 from sqlalchemy import LABEL_STYLE_TABLENAME_PLUS_COL, bindparam, func, select, update
 
 from volattach.db.api import _common as c
@@ -106,7 +108,23 @@ def instance_get_all(filters=None, limit=None, marker=None, sort_dir="desc"):
         if filters.get("uuids") is not None:
             q = q.where(models.Instance.uuid.in_(filters["uuids"]))
         if filters.get("name"):
-            q = q.where(models.Instance.display_name.contains(filters["name"]))
+            # a regular expression, searched as Nova does (REGEXP on
+            # SQLite through Python's re, ~ on PostgreSQL)
+            q = q.where(models.Instance.display_name.regexp_match(
+                filters["name"]))
+        if filters.get("flavorid") is not None:
+            q = q.where(models.Instance.flavor.contains(
+                '"flavorid": %s' % json.dumps(filters["flavorid"])))
+        if filters.get("image_ref") is not None:
+            q = q.where(models.Instance.image_ref == filters["image_ref"])
+        if filters.get("changes-since") is not None:
+            q = q.where(func.coalesce(models.Instance.updated_at,
+                                         models.Instance.created_at)
+                        >= filters["changes-since"])
+        if filters.get("changes-before") is not None:
+            q = q.where(func.coalesce(models.Instance.updated_at,
+                                         models.Instance.created_at)
+                        <= filters["changes-before"])
         order = (models.Instance.created_at.desc(), models.Instance.id.desc()) \
             if sort_dir == "desc" else (models.Instance.created_at, models.Instance.id)
         if marker:
