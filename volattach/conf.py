@@ -145,6 +145,16 @@ compute_opts = [
                                     "(volattach[libvirt] extra; see "
                                     "[libvirt])")],
                help="Virtualization driver of the compute service."),
+    cfg.ListOpt("fake_images",
+                default=["155d900f-4e14-4e4c-a73d-069cbf4541e6",
+                         "2c8d8b3e-3b1b-4e5f-9b4f-5bd1c0de0a11"],
+                help="With [compute] virt_driver = fake, the image ids a "
+                     "server can boot from (there is no image service: an "
+                     "imageRef outside this list is a 400, as Nova answers "
+                     "for an image it cannot find). The default holds the "
+                     "README's example image and the tempest job's second "
+                     "image. With the libvirt driver the images are the "
+                     "directories of [libvirt] image_dir."),
     cfg.IntOpt("max_disk_devices_to_attach", default=-1, min=-1,
                help="Most disk devices one server may have; -1 means no "
                     "limit beyond the device names available."),

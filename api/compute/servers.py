@@ -143,14 +143,20 @@ class ServersAPI(base.FacadeBase):
 
     @staticmethod
     def _check_image(image_ref):
-        """With the libvirt driver there is no image service: an image is
-        a directory of [libvirt] image_dir (400 when it is not there)."""
+        """There is no image service: an image is a directory of [libvirt]
+        image_dir with the libvirt driver, one of [compute] fake_images with
+        the fake one (400 otherwise, as Nova answers)."""
         from volattach.conf import CONF
-        if image_ref and CONF.compute.virt_driver == "libvirt":
+        if not image_ref:
+            return
+        if CONF.compute.virt_driver == "libvirt":
             from volattach.compute.virt.libvirt import images
-            if images.image_path(image_ref) is None:
-                raise exception.InvalidInput(
-                    message="Image %s could not be found." % image_ref)
+            known = images.image_path(image_ref) is not None
+        else:
+            known = image_ref in CONF.compute.fake_images
+        if not known:
+            raise exception.InvalidInput(
+                message="Image %s could not be found." % image_ref)
 
     def create(self, context, *, name, flavor_ref, image_ref, block_device_mapping,
                min_count=1, max_count=1, metadata=None, key_name=None,
