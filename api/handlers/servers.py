@@ -50,6 +50,12 @@ def _user_filters(mv):
     return names
 
 
+def _canonical_ip(value):
+    """An access IP as Nova stores and shows it (``::babe:dc0c:1602`` for
+    ``0000:0000:0000:0000:0000:babe:220.12.22.2``)."""
+    return ipaddress.ip_address(value).compressed if value else value
+
+
 def _regex(value):
     try:
         re.compile(value)
@@ -288,8 +294,7 @@ class Servers(common.Resource):
         for key, field in (("accessIPv4", "access_ip_v4"),
                            ("accessIPv6", "access_ip_v6")):
             if key in body:
-                # stored and shown in canonical form, as Nova does
-                changes[field] = ipaddress.ip_address(body[key]).compressed
+                changes[field] = _canonical_ip(body[key])
         if "hostname" in body:
             changes["hostname"] = body["hostname"]
         instance = self.compute.update(ctx, instance, changes)
@@ -361,8 +366,8 @@ class Servers(common.Resource):
                 max_count=max_count, metadata=server.get("metadata", {}),
                 key_name=server.get("key_name"),
                 availability_zone=availability_zone,
-                access_ip_v4=server.get("accessIPv4"),
-                access_ip_v6=server.get("accessIPv6"),
+                access_ip_v4=_canonical_ip(server.get("accessIPv4")),
+                access_ip_v6=_canonical_ip(server.get("accessIPv6")),
                 config_drive=_bool(config_drive) if config_drive is not None
                 else None,
                 description=description,

@@ -92,3 +92,14 @@ def test_update_unknown_or_another_projects_server_is_404(api, other_api):
     status, body, _ = _put(other_api, server_id, {"name": "theirs"}, "2.1")
     assert status == 404, body
     assert _show(api, server_id)["name"] == "mine"
+
+
+def test_create_shows_access_ips_in_canonical_form(api):
+    """tempest's test_verify_server_details."""
+    status, body, _ = api.create_server(
+        name="addressed", microversion="2.37", accessIPv4="1.1.1.1",
+        accessIPv6="0000:0000:0000:0000:0000:babe:220.12.22.2")
+    assert status == 202, body
+    server = api.wait_for_server_status(body["server"]["id"], "ACTIVE")
+    assert (server["accessIPv4"], server["accessIPv6"]) == (
+        "1.1.1.1", "::babe:dc0c:1602")
