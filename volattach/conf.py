@@ -230,6 +230,14 @@ volume_opts = [
                help="Storage driver: 'fake' (no storage) or 'file' (sparse "
                     "raw files exported over NBD by qemu-storage-daemon; "
                     "needs volattach[libvirt] and QEMU)."),
+    cfg.ListOpt("images",
+                default=["155d900f-4e14-4e4c-a73d-069cbf4541e6",
+                         "2c8d8b3e-3b1b-4e5f-9b4f-5bd1c0de0a11"],
+                help="fake backend: the image ids a volume can be created "
+                     "from (imageRef; there is no image service, and no "
+                     "image data is copied). The volume is bootable. Any "
+                     "other imageRef is 400. The file backend does not "
+                     "create volumes from images."),
     cfg.StrOpt("volumes_dir", default="$state_path/volumes",
                help="file backend: directory of the volume files."),
     cfg.HostAddressOpt("export_host", default="127.0.0.1",

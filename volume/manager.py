@@ -145,7 +145,7 @@ class VolumeManager:
 
     def volume_create(self, ctx, size, name=None, description=None,
                       volume_type=None, availability_zone=None,
-                      metadata=None, multiattach=False):
+                      metadata=None, multiattach=False, image_ref=None):
         """Create a volume; returns it as accepted (status ``creating``).
 
         The fake backend creates synchronously: before this returns, the
@@ -155,6 +155,16 @@ class VolumeManager:
         """
         if multiattach:
             raise exception.InvalidInput(message=MULTIATTACH_REMOVED)
+        if image_ref:
+            # no image service: a configured image id, and no data copied
+            if self.conf.volume.backend != "fake":
+                raise exception.InvalidInput(
+                    reason="Creating a volume from an image is not supported "
+                           "by the %s backend." % self.conf.volume.backend)
+            if image_ref not in self.conf.volume.images:
+                raise exception.InvalidInput(
+                    message="Invalid image identifier or unable to access "
+                            "requested image.")
         if availability_zone not in (None, AVAILABILITY_ZONE):
             raise exception.InvalidInput(
                 reason="Availability zone '%s' is invalid." %
@@ -172,7 +182,7 @@ class VolumeManager:
                     vtype["extra_specs"].get("multiattach")),
                 "readonly": False,
                 "shared_targets": self.backend.shared_targets,
-                "bootable": False, "metadata": metadata or {},
+                "bootable": bool(image_ref), "metadata": metadata or {},
             })
 
         accepted = self.db.write(create)

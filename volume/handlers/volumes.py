@@ -103,7 +103,8 @@ class Collection:
             volume_type=data.get("volume_type"),
             availability_zone=data.get("availability_zone"),
             metadata=data.get("metadata"),
-            multiattach=strutils.bool_from_string(data.get("multiattach")))
+            multiattach=strutils.bool_from_string(data.get("multiattach")),
+            image_ref=data.get("imageRef"))
         resp.status = falcon.HTTP_202
         resp.media = {"volume": _detail(req, vol, admin_attributes=False)}
 

@@ -295,3 +295,21 @@ def test_create_from_unknown_snapshot_or_source_volume_is_404(api):
     r = api.post("/volumes", {"volume": {"size": 1, "snapshot_id": "nope"}})
     assert r.status_code == 400, r.text
     assert _ids(api.get("/volumes")) == [mine["id"]]
+
+
+def test_create_from_a_configured_image_is_bootable(api):
+    """No image service: imageRef names one of [volume] images, the volume
+    is bootable (as Cinder marks a volume made from an image); another
+    imageRef is 400 and stores nothing."""
+    from volattach.conf import CONF
+    image = CONF.volume.images[0]
+    r = api.post("/volumes", {"volume": {"size": 1, "imageRef": image}})
+    assert r.status_code == 202, r.text
+    made = r.json["volume"]["id"]
+    assert api.volume(made)["bootable"] == "true"
+    r = api.post("/volumes", {"volume": {"size": 1,
+                                         "imageRef": str(uuid.uuid4())}})
+    assert r.status_code == 400, r.text
+    assert r.json["badRequest"]["message"] == (
+        "Invalid image identifier or unable to access requested image.")
+    assert _ids(api.get("/volumes")) == [made]
