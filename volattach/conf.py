@@ -175,6 +175,9 @@ fake_driver_opts = [
                  help="Seconds the fake driver spends detaching a volume."),
     cfg.FloatOpt("spawn_latency", default=0.0, min=0,
                  help="Seconds the fake driver spends building a server."),
+    cfg.FloatOpt("swap_latency", default=0.0, min=0,
+                 help="Seconds the fake driver spends swapping a volume "
+                      "(the block copy of a real driver)."),
     cfg.ListOpt("fail_operations", default=[],
                 help="Operations of the fake driver that raise, for tests: "
                      "any of reserve, connect, attach, detach, disconnect, "

@@ -60,7 +60,8 @@ class FakeDriver(driver.ComputeDriver):
     # -- helpers --------------------------------------------------------------
     def _step(self, operation):
         latency = getattr(CONF.fake_driver, "%s_latency" % operation, 0.0) \
-            if operation in ("reserve", "attach", "detach", "spawn") else 0.0
+            if operation in ("reserve", "attach", "detach", "spawn", "swap") \
+            else 0.0
         if latency:
             time.sleep(latency)
         if operation in CONF.fake_driver.fail_operations:

@@ -4,7 +4,6 @@ import logging
 from volattach import objects
 from volattach.conductor.tasks import base
 from volattach.objects.notification import notify_volume
-from volattach import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -52,7 +51,7 @@ class AttachVolumeTask(base.TaskBase):
             bdm.save()
             # A delete that read the server's records before this one
             # existed cannot release it: give the volume back here.
-            self._check_server_kept(context, instance)
+            self._check_server_kept(context, instance, "attach_volume")
             self.compute_rpcapi.attach_volume(context, instance, bdm,
                                               attach_mode=attach_mode)
             plugged = True
@@ -79,16 +78,6 @@ class AttachVolumeTask(base.TaskBase):
         event.success()
         notify_volume(context, "volume_attach", "end", instance, volume_id, [bdm])
         return bdm.device_name
-
-    @staticmethod
-    def _check_server_kept(context, instance):
-        """Raise unless the server still exists and is not being deleted
-        (read again: a delete may have started since the API's checks)."""
-        fresh = objects.Instance.get_by_uuid(context, instance.uuid)
-        if fresh.task_state == "deleting":
-            raise exception.InstanceInvalidState(
-                method="attach_volume", instance_uuid=instance.uuid,
-                attr="task_state", state=fresh.task_state)
 
     def _reserve_block_device_name(self, context, instance, device, volume_id,
                                    tag, delete_on_termination):

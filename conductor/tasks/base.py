@@ -80,6 +80,16 @@ class TaskBase:
             if bdm.is_volume and bdm.attachment_id:
                 self.volume_api.attachment_complete(context, bdm.attachment_id)
 
+    @staticmethod
+    def _check_server_kept(context, instance, method):
+        """Raise unless the server still exists and is not being deleted
+        (read again: a delete may have started since the API's checks)."""
+        fresh = objects.Instance.get_by_uuid(context, instance.uuid)
+        if fresh.task_state == "deleting":
+            raise exception.InstanceInvalidState(
+                method=method, instance_uuid=instance.uuid,
+                attr="task_state", state=fresh.task_state)
+
     def _cleanup_attachment(self, context, attachment_id):
         try:
             self.volume_api.attachment_delete(context, attachment_id)

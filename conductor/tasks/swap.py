@@ -48,10 +48,26 @@ class SwapVolumeTask(base.TaskBase):
             notify_volume(context, "volume_swap", "error", instance, old_volume_id,
                           [bdm], new_volume_id=new_volume_id, error=error)
             return
-        bdm.volume_id = new_volume_id
-        bdm.attachment_id = new_attachment_id
-        bdm.set_connection_info(new_connection_info)
-        bdm.save()
+        try:
+            bdm.volume_id = new_volume_id
+            bdm.attachment_id = new_attachment_id
+            bdm.set_connection_info(new_connection_info)
+            bdm.save()
+            # A delete that read the server's records before this save
+            # releases the old attachment only: give the new volume back.
+            self._check_server_kept(context, instance, "swap_volume")
+        except Exception as error:
+            LOG.warning("server %s went away during the swap of %s to %s: %s",
+                        instance.uuid, old_volume_id, new_volume_id, error)
+            self._cleanup_attachment(context, new_attachment_id)
+            self._cleanup_attachment(context, old_attachment_id)
+            self._complete_volume_migration(context, None, old_volume_id,
+                                            new_volume_id, error=True)
+            event.failure(error)
+            notify_volume(context, "volume_swap", "error", instance,
+                          old_volume_id, [bdm], new_volume_id=new_volume_id,
+                          error=error)
+            return
         self._cleanup_attachment(context, old_attachment_id)
         self._complete_volume_migration(context, bdm, old_volume_id, new_volume_id)
         event.success()

@@ -11,6 +11,7 @@ error, a task in progress: written to the database as another service would
 have), and a look inside the compute's virt driver.
 """
 import contextlib
+import time
 import uuid
 
 import pytest
@@ -690,3 +691,33 @@ def test_2_89_hides_an_attachment_still_in_progress(env):
         assert code == 409, body
     finally:
         bdm.destroy()
+
+
+def test_delete_during_a_swap_leaves_neither_volume_attached(env, deployment):
+    """A server delete sent while the compute swaps (the fake driver's swap
+    takes a while, as a block copy does): the delete's terminate waits for
+    the compute's per-instance lock, so the swap saves the record first
+    and the delete, which read the record before, releases only the old
+    attachment.  The swap sees the delete and gives the new volume back:
+    both volumes end available with no attachment and no record."""
+    server_id = env.server(name="swap-vs-delete")
+    old, new = env.volume(), env.volume()
+    assert _attach(env, server_id, old)[0] == 200
+    env.wait.volume_status(env.volumes, old, "in-use")
+    env.admin_volumes.begin_migration(old)
+    with override("fake_driver", swap_latency=1.5):
+        code, body, _ = env.http(ADMIN).request(
+            "PUT", "/servers/%s/os-volume_attachments/%s" % (server_id, old),
+            {"volumeAttachment": {"volumeId": new}})
+        assert code == 202, body
+        time.sleep(0.5)                 # the compute is inside the swap
+        code, body, _ = env.http().delete_server(server_id)
+        assert code == 204, body
+        deadline = time.monotonic() + 30
+        while env.http().show_server(server_id)[0] != 404:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    for volume in (old, new):
+        env.wait.volume_status(env.volumes, volume, "available")
+        assert env.cinder_attachments(volume) == [], volume
+    assert _bdms(server_id) == []
