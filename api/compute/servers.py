@@ -278,6 +278,20 @@ class ServersAPI(base.FacadeBase):
             return
         self._local_delete(context, instance)
 
+    def force_delete(self, context, instance):
+        """forceDelete: there is no soft delete here ([DEFAULT]
+        reclaim_instance_interval is not supported), so it is the delete."""
+        self.delete(context, instance)
+
+    def restore(self, context, instance):
+        """restore: only a soft-deleted server (409 otherwise, as Nova);
+        nothing stopped the guest, so the server is active again."""
+        self._check_locked(context, instance)
+        self._check_state(instance, "restore", (instance_obj.SOFT_DELETED,))
+        instance.vm_state = instance_obj.ACTIVE
+        instance.save(expected_task_state=[None],
+                      expected_vm_state=[instance_obj.SOFT_DELETED])
+
     def _local_delete(self, context, instance):
         """Delete a server that is on no (running) host, here in the API."""
         bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)

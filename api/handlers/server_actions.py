@@ -24,8 +24,7 @@ RESET_STATE_POLICY = "os_compute_api:os-admin-actions:reset_state"
 # Nova's server actions that volattach does not serve
 NOVA_ONLY_ACTIONS = frozenset([
     "reboot", "rebuild", "resize", "confirmResize", "revertResize",
-    "createImage", "createBackup", "changePassword", "forceDelete", "restore",
-    "suspend", "resume", "migrate", "evacuate",
+    "createImage", "createBackup", "changePassword", "suspend", "resume", "migrate", "evacuate",
     "os-resetNetwork", "injectNetworkInfo", "addFixedIp", "removeFixedIp",
     "addFloatingIp", "removeFloatingIp", "addSecurityGroup",
     "removeSecurityGroup", "rescue", "unrescue", 
@@ -59,6 +58,11 @@ class ServerAction(common.Resource):
                            "os_compute_api:os-migrate-server:migrate_live",
                            "_migrate_live"),
         "os-resetState": (schemas.RESET_STATE, RESET_STATE_POLICY, "_reset_state"),
+        "forceDelete": (schemas.FORCE_DELETE,
+                        "os_compute_api:os-deferred-delete:force",
+                        "_force_delete"),
+        "restore": (schemas.RESTORE, "os_compute_api:os-deferred-delete:restore",
+                    "_restore"),
     }
 
     def on_post(self, req, resp, server_id):
@@ -91,6 +95,12 @@ class ServerAction(common.Resource):
         output = self.compute.get_console_output(ctx, instance,
                                                  value.get("length"))
         return {"output": self._UNPRINTABLE.sub("", output)}
+
+    def _force_delete(self, req, ctx, instance, value):
+        self.compute.force_delete(ctx, instance)
+
+    def _restore(self, req, ctx, instance, value):
+        self.compute.restore(ctx, instance)
 
     def _start(self, req, ctx, instance, value):
         self.compute.start(ctx, instance)

@@ -329,6 +329,8 @@ def _action(name, value_schema=None):
     }
 
 
+force_delete_v21 = _action("forceDelete")
+restore_v21 = _action("restore")
 start_v21 = _action("os-start")
 stop_v21 = _action("os-stop")
 pause_v21 = _action("pause")
@@ -397,6 +399,8 @@ migrate_live_v230 = _action("os-migrateLive", {
 })
 migrate_live_v268 = migrate_live_v225
 
+FORCE_DELETE = (("2.1", force_delete_v21),)
+RESTORE = (("2.1", restore_v21),)
 START = (("2.1", start_v21),)
 STOP = (("2.1", stop_v21),)
 PAUSE = (("2.1", pause_v21),)
