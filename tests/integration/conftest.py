@@ -358,6 +358,18 @@ class Deployment:
         else:
             self.compute_hosts.pop(name, None)
 
+    def remove_daemon(self, name):
+        """Stop daemon ``name`` and forget it (readiness and the checks of
+        the running processes no longer count it)."""
+        self.stop(name)
+        self.processes.pop(name, None)
+        self.daemons.pop(name, None)
+        self.conf_files.pop(name, None)
+        self.compute_hosts.pop(name, None)
+        log = self._log_files.pop(name, None)
+        if log:
+            log.close()
+
     def _config_args(self, name):
         args = []
         for path in self.conf_files[name]:

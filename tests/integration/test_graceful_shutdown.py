@@ -127,7 +127,7 @@ def test_conductor_stops_within_graceful_shutdown_timeout(deployment,
         seconds, status = _stop_seconds(deployment, name)
     finally:
         relay.close()
-        deployment.stop(name)
+        deployment.remove_daemon(name)
     assert seconds < TIMEOUT + MARGIN, (seconds, deployment.log_tail(name))
     if not cut_broker:
         assert status == 0, deployment.log_tail(name)
