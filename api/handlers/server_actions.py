@@ -24,7 +24,8 @@ RESET_STATE_POLICY = "os_compute_api:os-admin-actions:reset_state"
 # Nova's server actions that volattach does not serve
 NOVA_ONLY_ACTIONS = frozenset([
     "reboot", "rebuild", "resize", "confirmResize", "revertResize",
-    "createImage", "createBackup", "changePassword", "suspend", "resume", "migrate", "evacuate",
+    "createImage", "createBackup", "changePassword", "suspend", "resume",
+    "migrate", "evacuate",
     "os-resetNetwork", "injectNetworkInfo", "addFixedIp", "removeFixedIp",
     "addFloatingIp", "removeFloatingIp", "addSecurityGroup",
     "removeSecurityGroup", "rescue", "unrescue", 

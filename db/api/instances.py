@@ -114,16 +114,17 @@ def instance_get_all(filters=None, limit=None, marker=None, sort_dir="desc"):
                 filters["name"]))
         if filters.get("flavorid") is not None:
             q = q.where(models.Instance.flavor.contains(
-                '"flavorid": %s' % json.dumps(filters["flavorid"])))
+                '"flavorid": %s' % json.dumps(filters["flavorid"]),
+                autoescape=True))
         if filters.get("image_ref") is not None:
             q = q.where(models.Instance.image_ref == filters["image_ref"])
         if filters.get("changes-since") is not None:
             q = q.where(func.coalesce(models.Instance.updated_at,
-                                         models.Instance.created_at)
+                                      models.Instance.created_at)
                         >= filters["changes-since"])
         if filters.get("changes-before") is not None:
             q = q.where(func.coalesce(models.Instance.updated_at,
-                                         models.Instance.created_at)
+                                      models.Instance.created_at)
                         <= filters["changes-before"])
         order = (models.Instance.created_at.desc(), models.Instance.id.desc()) \
             if sort_dir == "desc" else (models.Instance.created_at, models.Instance.id)
