@@ -11,6 +11,8 @@ ADMIN = "rule:context_is_admin"
 PROJECT_MEMBER_OR_ADMIN = "rule:project_member_or_admin"
 PROJECT_READER_OR_ADMIN = "rule:project_reader_or_admin"
 ANY = "@"
+# Nova's keypair rules: an admin, or the user the key belongs to
+ADMIN_OR_OWNER_USER = "rule:context_is_admin or user_id:%(user_id)s"
 SCOPE = ["project"]
 
 _BASE = [
@@ -107,6 +109,15 @@ _RULES = [
           [("POST", _ACTION % "forceDelete")]),
     _rule("os_compute_api:os-deferred-delete:restore", PROJECT_MEMBER_OR_ADMIN,
           "Restore a soft deleted server", [("POST", _ACTION % "restore")]),
+    _rule("os_compute_api:os-keypairs:index", ADMIN_OR_OWNER_USER,
+          "List all keypairs", [("GET", "/os-keypairs")]),
+    _rule("os_compute_api:os-keypairs:create", ADMIN_OR_OWNER_USER,
+          "Create a keypair", [("POST", "/os-keypairs")]),
+    _rule("os_compute_api:os-keypairs:show", ADMIN_OR_OWNER_USER,
+          "Show details of a keypair",
+          [("GET", "/os-keypairs/{keypair_name}")]),
+    _rule("os_compute_api:os-keypairs:delete", ADMIN_OR_OWNER_USER,
+          "Delete a keypair", [("DELETE", "/os-keypairs/{keypair_name}")]),
     _rule("os_compute_api:os-pause-server:pause", PROJECT_MEMBER_OR_ADMIN,
           "Pause a server", [("POST", _ACTION % "pause")]),
     _rule("os_compute_api:os-pause-server:unpause", PROJECT_MEMBER_OR_ADMIN,

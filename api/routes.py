@@ -10,6 +10,7 @@ takes the project id out and checks it against the caller's).
 from volattach.api.handlers import flavors
 from volattach.api.handlers import instance_actions
 from volattach.api.handlers import ips
+from volattach.api.handlers import keypairs
 from volattach.api.handlers import os_volumes
 from volattach.api.handlers import server_actions
 from volattach.api.handlers import servers
@@ -27,6 +28,9 @@ ROUTES = (
     (V21 + "/flavors", flavors.Flavors, None),
     (V21 + "/flavors/detail", flavors.Flavors, "detail"),
     (V21 + "/flavors/{flavor_id}", flavors.Flavors, "item"),
+    # os-keypairs
+    (V21 + "/os-keypairs", keypairs.Keypairs, None),
+    (V21 + "/os-keypairs/{name}", keypairs.Keypairs, "item"),
     # os-services
     (V21 + "/os-services", services.Services, None),
     # os-volumes: the deprecated volume proxy (below 2.36)

@@ -168,3 +168,17 @@ class InstanceActionEvent(Base):
     traceback: Mapped[str | None] = mapped_column(Text)
     host: Mapped[str | None] = mapped_column(String(255))
     details: Mapped[str | None] = mapped_column(Text)
+
+
+class KeyPair(TimestampMixin, Base):
+    """A user's SSH (or x509) public key, named per user (os-keypairs)."""
+    __tablename__ = "key_pairs"
+    __table_args__ = (UniqueConstraint("user_id", "name",
+                                       name="uniq_key_pairs0user_id0name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[str] = mapped_column(String(255))
+    fingerprint: Mapped[str | None] = mapped_column(String(255))
+    public_key: Mapped[str | None] = mapped_column(Text)
+    type: Mapped[str] = mapped_column(String(10), default="ssh")

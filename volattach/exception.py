@@ -40,6 +40,10 @@ class InvalidInput(Invalid):
     msg_fmt = "Invalid input received: %(reason)s"
 
 
+class InvalidKeypair(Invalid):
+    msg_fmt = "Keypair data is invalid: %(reason)s"
+
+
 class InvalidVolume(Invalid):
     msg_fmt = "Invalid volume: %(reason)s"
 
@@ -128,6 +132,10 @@ class FlavorNotFound(NotFound):
     msg_fmt = "Flavor %(flavor_id)s could not be found."
 
 
+class KeypairNotFound(NotFound):
+    msg_fmt = "Keypair %(name)s not found for user %(user_id)s"
+
+
 class SnapshotNotFound(NotFound):
     msg_fmt = "Snapshot %(snapshot_id)s could not be found."
 
@@ -168,6 +176,10 @@ class VolumeTypeNotFound(NotFound):
 
 class Conflict(VolattachException):
     msg_fmt = "Conflict: %(reason)s"
+
+
+class KeyPairExists(Conflict):
+    msg_fmt = "Key pair '%(key_name)s' already exists."
 
 
 class SwapOutsideMigration(Conflict):

@@ -167,6 +167,8 @@ class ServersAPI(base.FacadeBase):
         if image_ref and not base.is_uuid(image_ref):
             raise exception.ImageRefInvalid()
         self._check_image(image_ref)
+        if key_name is not None:
+            self.check_key_name(context, key_name)
         min_count = int(min_count or 1)
         max_count = int(max_count or min_count)
         if max_count < min_count:

@@ -1,7 +1,7 @@
 """Data access for the compute database: small functions, one transaction each.
 
 One module per resource (``services``, ``flavors``, ``instances``,
-``block_devices``, ``instance_actions``); this package re-exports them all,
+``block_devices``, ``instance_actions``, ``keypairs``); this package re-exports them all,
 so callers write ``db_api.instance_get_by_uuid``.  The objects layer
 (``objects/*.py``) is the main caller; the conductor's reconcile pass
 (``conductor/reconcile.py``: BDM reads and deletes, instance reads) and its
@@ -20,12 +20,13 @@ from volattach.db.api.block_devices import *  # noqa: F401,F403
 from volattach.db.api.flavors import *  # noqa: F401,F403
 from volattach.db.api.instance_actions import *  # noqa: F401,F403
 from volattach.db.api.instances import *  # noqa: F401,F403
+from volattach.db.api.keypairs import *  # noqa: F401,F403
 from volattach.db.api.services import *  # noqa: F401,F403
 from volattach.db.api import (block_devices, flavors, instance_actions,
-                              instances, services)
+                              instances, keypairs, services)
 
 __all__ = [name for module in (block_devices, flavors, instance_actions,
-                               instances, services)
+                               instances, keypairs, services)
            for name in dir(module)
            if not name.startswith("_") and callable(getattr(module, name))
            and getattr(getattr(module, name), "__module__", None) == module.__name__]
