@@ -36,7 +36,7 @@ def _mode(bdm):
 
 
 class ComputeManager:
-    target = messaging.Target(version="1.5")
+    target = messaging.Target(version="1.6")
 
     def __init__(self, host, driver):
         self.host = host
@@ -237,6 +237,19 @@ class ComputeManager:
     def unpause_instance(self, context, instance):
         with locks.lock(instance.uuid):
             self.driver.unpause(instance)
+
+    # -- compute RPC 1.6 -----------------------------------------------------------
+    def suspend_instance(self, context, instance):
+        with locks.lock(instance.uuid):
+            self.driver.suspend(instance)
+
+    def resume_instance(self, context, instance):
+        with locks.lock(instance.uuid):
+            self.driver.resume(instance)
+
+    def reboot_instance(self, context, instance, reboot_type):
+        with locks.lock(instance.uuid):
+            self.driver.reboot(instance, reboot_type)
 
     # -- live migration (compute RPC 1.3) ---------------------------------------------
     @staticmethod

@@ -21,6 +21,7 @@ API version history:
           that call needs a conductor of service version 5, which every
           conductor is once computes run 1.4 (conductors upgrade first)
     1.5 - get_console_output (os-getConsoleOutput, called by the API)
+    1.6 - suspend_instance, resume_instance, reboot_instance
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -49,7 +50,7 @@ _CAP_TTL = 10.0
 
 
 class ComputeAPI:
-    VERSION = "1.5"
+    VERSION = "1.6"
 
     def __init__(self):
         self._cap_lock = threading.Lock()
@@ -157,6 +158,24 @@ class ComputeAPI:
     def unpause_instance(self, ctxt, instance):
         cctxt = self._client(instance.host).prepare(version="1.1")
         return cctxt.call(ctxt, "unpause_instance", instance=instance)
+
+    def _call_16(self, ctxt, instance, method, **kwargs):
+        client = self._client(instance.host)
+        if not client.can_send_version("1.6"):
+            raise exception.ComputeTooOldForFeature(host=instance.host,
+                                                    feature=method)
+        return client.prepare(version="1.6").call(ctxt, method,
+                                                  instance=instance, **kwargs)
+
+    def suspend_instance(self, ctxt, instance):
+        return self._call_16(ctxt, instance, "suspend_instance")
+
+    def resume_instance(self, ctxt, instance):
+        return self._call_16(ctxt, instance, "resume_instance")
+
+    def reboot_instance(self, ctxt, instance, reboot_type):
+        return self._call_16(ctxt, instance, "reboot_instance",
+                             reboot_type=reboot_type)
 
     def swap_volume(self, ctxt, instance, bdm, new_connection_info):
         cctxt = self._client(instance.host).prepare(version="1.1")

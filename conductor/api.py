@@ -39,6 +39,15 @@ class ComputeTaskAPI:
     def unpause_instance(self, context, instance):
         self.rpcapi.unpause_instance(context, instance)
 
+    def suspend_instance(self, context, instance):
+        self.rpcapi.suspend_instance(context, instance)
+
+    def resume_instance(self, context, instance):
+        self.rpcapi.resume_instance(context, instance)
+
+    def reboot_instance(self, context, instance, reboot_type):
+        self.rpcapi.reboot_instance(context, instance, reboot_type)
+
     def shelve_instance(self, context, instance, offload):
         self.rpcapi.shelve_instance(context, instance, offload)
 

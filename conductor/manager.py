@@ -63,7 +63,7 @@ class ConductorManager:
 class ComputeTaskManager:
     """Workflows started by the compute API (one task module each)."""
 
-    target = messaging.Target(namespace="compute_task", version="1.4")
+    target = messaging.Target(namespace="compute_task", version="1.5")
 
     def __init__(self, volume_api=None):
         if volume_api is None:
@@ -125,6 +125,15 @@ class ComputeTaskManager:
 
     def unpause_instance(self, context, instance):
         self._power.unpause_instance(context, instance)
+
+    def suspend_instance(self, context, instance):
+        self._power.suspend_instance(context, instance)
+
+    def resume_instance(self, context, instance):
+        self._power.resume_instance(context, instance)
+
+    def reboot_instance(self, context, instance, reboot_type):
+        self._power.reboot_instance(context, instance, reboot_type)
 
     def shelve_instance(self, context, instance, offload):
         self._shelve.shelve_instance(context, instance, offload)

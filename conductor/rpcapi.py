@@ -17,6 +17,7 @@ version history:
           swap_volume
     1.3 - attach_volume takes attach_mode (read-only attachments)
     1.4 - live_migrate_instance (os-migrateLive of servers with volumes)
+    1.5 - suspend_instance, resume_instance, reboot_instance
 
 A caller capped below a method's version gets ConductorTooOld (the API
 answers 503) instead of sending a message the conductor cannot dispatch.
@@ -87,7 +88,7 @@ class ConductorAPI:
 
 
 class ComputeTaskAPI:
-    VERSION = "1.4"
+    VERSION = "1.5"
 
     # The version each method needs (the history above).
     METHOD_VERSIONS = {
@@ -99,6 +100,9 @@ class ComputeTaskAPI:
         "shelve_instance": "1.2", "shelve_offload_instance": "1.2",
         "unshelve_instance": "1.2", "swap_volume": "1.2",
         "live_migrate_instance": "1.4",
+        "suspend_instance": "1.5", "resume_instance": "1.5",
+        "reboot_instance": "1.5",
+        "reboot_hard_instance": "1.5",      # the facade's name of a HARD one
     }
 
     def __init__(self):
@@ -163,6 +167,18 @@ class ComputeTaskAPI:
 
     def unpause_instance(self, ctxt, instance):
         self._cast_12(ctxt, "unpause_instance", instance=instance)
+
+    def suspend_instance(self, ctxt, instance):
+        self._prepare("1.5", "suspend_instance").cast(
+            ctxt, "suspend_instance", instance=instance)
+
+    def resume_instance(self, ctxt, instance):
+        self._prepare("1.5", "resume_instance").cast(
+            ctxt, "resume_instance", instance=instance)
+
+    def reboot_instance(self, ctxt, instance, reboot_type):
+        self._prepare("1.5", "reboot_instance").cast(
+            ctxt, "reboot_instance", instance=instance, reboot_type=reboot_type)
 
     def shelve_instance(self, ctxt, instance, offload):
         self._cast_12(ctxt, "shelve_instance", instance=instance, offload=offload)

@@ -25,6 +25,7 @@ NOSTATE = 0
 RUNNING = 1
 PAUSED_POWER = 3
 SHUTDOWN = 4
+SUSPENDED_POWER = 7
 
 
 @base.VolattachObjectRegistry.register

@@ -33,12 +33,20 @@ SERVER_ACTIONS = {
                  "unshelve"),
     "live_migrate": ((instance_obj.ACTIVE, instance_obj.PAUSED), "migrating",
                      "live-migration"),
+    "suspend": ((instance_obj.ACTIVE,), "suspending", "suspend"),
+    "resume": ((instance_obj.SUSPENDED,), "resuming", "resume"),
+    "reboot": ((instance_obj.ACTIVE,), "rebooting", "reboot"),
+    "reboot_hard": ((instance_obj.ACTIVE, instance_obj.STOPPED, instance_obj.PAUSED,
+                     instance_obj.SUSPENDED, instance_obj.ERROR), "rebooting_hard",
+                    "reboot"),
 }
 
 # task_states a delete may interrupt: none, a build, a change of the guest's
 # power on its host (not shelve, offload or unshelve, which move volumes)
 DELETE_INTERRUPTIBLE_TASK_STATES = (None, "scheduling", "spawning", "powering-off",
-                                    "powering-on", "pausing", "unpausing")
+                                    "powering-on", "pausing", "unpausing",
+                                    "suspending", "resuming", "rebooting",
+                                    "rebooting_hard")
 
 # API status (servers list filter) -> vm_state
 STATUS_TO_VM_STATE = {

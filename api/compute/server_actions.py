@@ -86,6 +86,34 @@ class ServerActionsAPI(base.FacadeBase):
         self._send_action(context, instance, "unpause",
                           self.compute_task_api.unpause_instance)
 
+    def _check_compute_for(self, context, instance, feature):
+        """409 when the server's compute is older than compute RPC 1.6."""
+        from volattach.objects import service as service_obj
+        version = self._compute_version(context, instance.host)
+        if (instance.host and (version is None or version
+                               < service_obj.SUSPEND_REBOOT_SERVICE_VERSION)):
+            raise exception.ComputeTooOldForFeature(host=instance.host,
+                                                    feature=feature)
+
+    def suspend(self, context, instance):
+        self._check_compute_for(context, instance, "suspend")
+        self._start_action(context, instance, "suspend")
+        self._send_action(context, instance, "suspend",
+                          self.compute_task_api.suspend_instance)
+
+    def resume(self, context, instance):
+        self._check_compute_for(context, instance, "resume")
+        self._start_action(context, instance, "resume")
+        self._send_action(context, instance, "resume",
+                          self.compute_task_api.resume_instance)
+
+    def reboot(self, context, instance, reboot_type):
+        name = "reboot_hard" if reboot_type == "HARD" else "reboot"
+        self._check_compute_for(context, instance, "reboot")
+        self._start_action(context, instance, name)
+        self._send_action(context, instance, name,
+                          self.compute_task_api.reboot_instance, reboot_type)
+
     def shelve(self, context, instance):
         from volattach.conf import CONF
         bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)

@@ -23,9 +23,8 @@ RESET_STATE_POLICY = "os_compute_api:os-admin-actions:reset_state"
 
 # Nova's server actions that volattach does not serve
 NOVA_ONLY_ACTIONS = frozenset([
-    "reboot", "rebuild", "resize", "confirmResize", "revertResize",
-    "createImage", "createBackup", "changePassword", "suspend", "resume",
-    "migrate", "evacuate",
+    "rebuild", "resize", "confirmResize", "revertResize",
+    "createImage", "createBackup", "changePassword", "migrate", "evacuate",
     "os-resetNetwork", "injectNetworkInfo", "addFixedIp", "removeFixedIp",
     "addFloatingIp", "removeFloatingIp", "addSecurityGroup",
     "removeSecurityGroup", "rescue", "unrescue", 
@@ -59,6 +58,11 @@ class ServerAction(common.Resource):
                            "os_compute_api:os-migrate-server:migrate_live",
                            "_migrate_live"),
         "os-resetState": (schemas.RESET_STATE, RESET_STATE_POLICY, "_reset_state"),
+        "suspend": (schemas.SUSPEND, "os_compute_api:os-suspend-server:suspend",
+                    "_suspend"),
+        "resume": (schemas.RESUME, "os_compute_api:os-suspend-server:resume",
+                   "_resume"),
+        "reboot": (schemas.REBOOT, "os_compute_api:servers:reboot", "_reboot"),
         "forceDelete": (schemas.FORCE_DELETE,
                         "os_compute_api:os-deferred-delete:force",
                         "_force_delete"),
@@ -96,6 +100,15 @@ class ServerAction(common.Resource):
         output = self.compute.get_console_output(ctx, instance,
                                                  value.get("length"))
         return {"output": self._UNPRINTABLE.sub("", output)}
+
+    def _suspend(self, req, ctx, instance, value):
+        self.compute.suspend(ctx, instance)
+
+    def _resume(self, req, ctx, instance, value):
+        self.compute.resume(ctx, instance)
+
+    def _reboot(self, req, ctx, instance, value):
+        self.compute.reboot(ctx, instance, value["type"].upper())
 
     def _force_delete(self, req, ctx, instance, value):
         self.compute.force_delete(ctx, instance)

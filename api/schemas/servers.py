@@ -329,6 +329,15 @@ def _action(name, value_schema=None):
     }
 
 
+suspend_v21 = _action("suspend")
+resume_v21 = _action("resume")
+reboot_v21 = _action("reboot", {
+    "type": "object",
+    "properties": {"type": {"type": "string", "enum": [
+        "HARD", "Hard", "hard", "SOFT", "Soft", "soft"]}},
+    "required": ["type"],
+    "additionalProperties": False,
+})
 force_delete_v21 = _action("forceDelete")
 restore_v21 = _action("restore")
 start_v21 = _action("os-start")
@@ -399,6 +408,9 @@ migrate_live_v230 = _action("os-migrateLive", {
 })
 migrate_live_v268 = migrate_live_v225
 
+SUSPEND = (("2.1", suspend_v21),)
+RESUME = (("2.1", resume_v21),)
+REBOOT = (("2.1", reboot_v21),)
 FORCE_DELETE = (("2.1", force_delete_v21),)
 RESTORE = (("2.1", restore_v21),)
 START = (("2.1", start_v21),)

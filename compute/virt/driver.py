@@ -76,6 +76,17 @@ class ComputeDriver(abc.ABC):
     def unpause(self, instance):
         pass
 
+    # -- compute RPC 1.6: a driver without them fails the action (the
+    # -- conductor puts the server back as it was)
+    def suspend(self, instance):
+        raise NotImplementedError()
+
+    def resume(self, instance):
+        raise NotImplementedError()
+
+    def reboot(self, instance, reboot_type):
+        raise NotImplementedError()
+
     # -- live migration (compute RPC 1.3): a driver without them cannot
     # -- live-migrate (the conductor rolls back)
     def pre_live_migration(self, instance, block_device_info):

@@ -250,6 +250,18 @@ class FakeDriver(driver.ComputeDriver):
     def unpause(self, instance):
         self._set_power(instance, "running")
 
+    def suspend(self, instance):
+        self._step("suspend")
+        self._set_power(instance, "suspended")
+
+    def resume(self, instance):
+        self._step("resume")
+        self._set_power(instance, "running")
+
+    def reboot(self, instance, reboot_type):
+        self._step("reboot")
+        self._set_power(instance, "running")
+
     def _set_power(self, instance, power):
         with self._lock:
             if instance.uuid in self.guests:
