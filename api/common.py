@@ -11,6 +11,7 @@ import json
 import urllib.parse
 
 import falcon
+from oslo_utils import timeutils
 
 from volattach.api import auth
 from volattach.api import middleware
@@ -90,6 +91,21 @@ def last(query_dict, name, default=None):
     """The last value of a query parameter (what webob's ``GET[name]`` gives)."""
     values = query_dict.get(name)
     return values[-1] if values else default
+
+
+def changes_range(query_dict):
+    """``changes-since`` and ``changes-before`` of a list query (the schema
+    has checked them as date-times) as datetimes, None when absent; 400 when
+    the range is inverted, as Nova answers."""
+    since, before = (last(query_dict, name)
+                     for name in ("changes-since", "changes-before"))
+    since = timeutils.parse_isotime(since) if since else None
+    before = timeutils.parse_isotime(before) if before else None
+    if since and before and before < since:
+        raise exception.InvalidInput(
+            message="The value of changes-since must be less than or "
+                    "equal to changes-before.")
+    return since, before
 
 
 def limit_and_marker(conf, query_dict):

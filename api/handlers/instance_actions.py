@@ -8,7 +8,6 @@ without tracebacks.  From 2.21 a deleted server's actions are listed too.
 """
 import datetime
 
-from oslo_utils import timeutils
 
 from volattach.api import common
 from volattach.api import policy
@@ -61,14 +60,7 @@ class InstanceActions(common.Resource):
                                      query))
 
     def _filter(self, query, actions):
-        since = common.last(query, "changes-since")
-        before = common.last(query, "changes-before")
-        since = timeutils.parse_isotime(since) if since else None
-        before = timeutils.parse_isotime(before) if before else None
-        if since and before and before < since:
-            raise exception.InvalidInput(
-                message="The value of changes-since must be less than or "
-                        "equal to changes-before.")
+        since, before = common.changes_range(query)
         if since:
             actions = [a for a in actions if _updated(a) >= since]
         if before:

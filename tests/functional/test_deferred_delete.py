@@ -1,7 +1,6 @@
 """forceDelete and restore (os-deferred-delete). There is no soft delete
 here, so forceDelete is the delete; restore is 409 unless the server is
 soft-deleted, as in Nova; both 404 for an unknown server."""
-import time
 import uuid
 
 from tests.functional.test_attach_detach import _new_server, _new_volume
@@ -22,10 +21,7 @@ def test_force_delete_deletes_and_releases_the_volumes(api, volumes):
     volumes.wait_for_volume_status(volume_id, "in-use")
     status, body, _ = _action(api, server_id, "forceDelete")
     assert (status, body) == (202, None)
-    deadline = time.monotonic() + 30
-    while api.show_server(server_id)[0] != 404:
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    api.wait_for_server_deleted(server_id, timeout=30)
     volumes.wait_for_volume_status(volume_id, "available")
 
 

@@ -1,7 +1,6 @@
 """suspend, resume and reboot (compute RPC 1.6): the states Nova allows,
 409 elsewhere and on a compute too old for them, the instance actions, and
 a delete of a suspended server."""
-import time
 
 from tests.functional.test_attach_detach import _new_server, _new_volume
 from volattach import context
@@ -74,10 +73,7 @@ def test_delete_of_a_suspended_server(api, volumes):
     assert _action(api, server_id, "suspend")[0] == 202
     _status(api, server_id, "SUSPENDED")
     assert api.delete_server(server_id)[0] == 204
-    deadline = time.monotonic() + 30
-    while api.show_server(server_id)[0] != 404:
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    api.wait_for_server_deleted(server_id, timeout=30)
     volumes.wait_for_volume_status(volume_id, "available")
 
 

@@ -713,10 +713,7 @@ def test_delete_during_a_swap_leaves_neither_volume_attached(env, deployment):
         time.sleep(0.5)                 # the compute is inside the swap
         code, body, _ = env.http().delete_server(server_id)
         assert code == 204, body
-        deadline = time.monotonic() + 30
-        while env.http().show_server(server_id)[0] != 404:
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        env.http().wait_for_server_deleted(server_id, timeout=30)
     for volume in (old, new):
         env.wait.volume_status(env.volumes, volume, "available")
         assert env.cinder_attachments(volume) == [], volume
