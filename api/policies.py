@@ -106,6 +106,8 @@ _RULES = [
           [("GET", _SERVER), ("GET", "/servers/detail")]),
     _rule(_S % "reboot", PROJECT_MEMBER_OR_ADMIN, "Reboot a server",
           [("POST", _ACTION % "reboot")]),
+    _rule(_S % "rebuild", PROJECT_MEMBER_OR_ADMIN, "Rebuild a server",
+          [("POST", _ACTION % "rebuild")]),
     _rule("os_compute_api:os-suspend-server:suspend", PROJECT_MEMBER_OR_ADMIN,
           "Suspend server", [("POST", _ACTION % "suspend")]),
     _rule("os_compute_api:os-suspend-server:resume", PROJECT_MEMBER_OR_ADMIN,

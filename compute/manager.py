@@ -36,7 +36,7 @@ def _mode(bdm):
 
 
 class ComputeManager:
-    target = messaging.Target(version="1.6")
+    target = messaging.Target(version="1.7")
 
     def __init__(self, host, driver):
         self.host = host
@@ -250,6 +250,17 @@ class ComputeManager:
     def reboot_instance(self, context, instance, reboot_type):
         with locks.lock(instance.uuid):
             self.driver.reboot(instance, reboot_type)
+
+    # -- compute RPC 1.7 -----------------------------------------------------------
+    def rebuild_instance(self, context, instance, bdms, power_on):
+        """Destroy the guest and spawn it again from its (new) image with
+        the same volume connections: this host's connections and the
+        attachments do not change.  ``power_on`` False leaves it stopped."""
+        with locks.lock(instance.uuid):
+            self.driver.destroy(instance)
+            self.driver.spawn(instance, self._block_device_info(bdms))
+            if not power_on:
+                self.driver.power_off(instance)
 
     # -- live migration (compute RPC 1.3) ---------------------------------------------
     @staticmethod

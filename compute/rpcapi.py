@@ -22,6 +22,7 @@ API version history:
           conductor is once computes run 1.4 (conductors upgrade first)
     1.5 - get_console_output (os-getConsoleOutput, called by the API)
     1.6 - suspend_instance, resume_instance, reboot_instance
+    1.7 - rebuild_instance
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -50,7 +51,7 @@ _CAP_TTL = 10.0
 
 
 class ComputeAPI:
-    VERSION = "1.6"
+    VERSION = "1.7"
 
     def __init__(self):
         self._cap_lock = threading.Lock()
@@ -176,6 +177,17 @@ class ComputeAPI:
     def reboot_instance(self, ctxt, instance, reboot_type):
         return self._call_16(ctxt, instance, "reboot_instance",
                              reboot_type=reboot_type)
+
+    def rebuild_instance(self, ctxt, instance, bdms, power_on):
+        """Re-create the guest from ``instance.image_ref`` with the
+        volumes of ``bdms`` (compute RPC 1.7)."""
+        client = self._client(instance.host)
+        if not client.can_send_version("1.7"):
+            raise exception.ComputeTooOldForFeature(host=instance.host,
+                                                    feature="rebuild")
+        return client.prepare(version="1.7").call(
+            ctxt, "rebuild_instance", instance=instance, bdms=bdms,
+            power_on=power_on)
 
     def swap_volume(self, ctxt, instance, bdm, new_connection_info):
         cctxt = self._client(instance.host).prepare(version="1.1")

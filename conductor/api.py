@@ -48,6 +48,9 @@ class ComputeTaskAPI:
     def reboot_instance(self, context, instance, reboot_type):
         self.rpcapi.reboot_instance(context, instance, reboot_type)
 
+    def rebuild_instance(self, context, instance):
+        self.rpcapi.rebuild_instance(context, instance)
+
     def shelve_instance(self, context, instance, offload):
         self.rpcapi.shelve_instance(context, instance, offload)
 

@@ -15,6 +15,7 @@ from volattach.conductor.tasks import delete
 from volattach.conductor.tasks import detach
 from volattach.conductor.tasks import live_migrate
 from volattach.conductor.tasks import power
+from volattach.conductor.tasks import rebuild
 from volattach.conductor.tasks import shelve
 from volattach.conductor.tasks import swap
 from volattach.objects import base as objects_base
@@ -63,7 +64,7 @@ class ConductorManager:
 class ComputeTaskManager:
     """Workflows started by the compute API (one task module each)."""
 
-    target = messaging.Target(namespace="compute_task", version="1.5")
+    target = messaging.Target(namespace="compute_task", version="1.6")
 
     def __init__(self, volume_api=None):
         if volume_api is None:
@@ -78,6 +79,7 @@ class ComputeTaskManager:
         self._swap = swap.SwapVolumeTask(self)
         self._build = build.BuildTask(self)
         self._power = power.PowerTask(self)
+        self._rebuild = rebuild.RebuildTask(self)
         self._shelve = shelve.ShelveTask(self)
         self._live_migration = live_migrate.LiveMigrationTask(self)
         self._delete = delete.DeleteTask(self)
@@ -134,6 +136,9 @@ class ComputeTaskManager:
 
     def reboot_instance(self, context, instance, reboot_type):
         self._power.reboot_instance(context, instance, reboot_type)
+
+    def rebuild_instance(self, context, instance):
+        self._rebuild.rebuild_instance(context, instance)
 
     def shelve_instance(self, context, instance, offload):
         self._shelve.shelve_instance(context, instance, offload)

@@ -18,6 +18,7 @@ version history:
     1.3 - attach_volume takes attach_mode (read-only attachments)
     1.4 - live_migrate_instance (os-migrateLive of servers with volumes)
     1.5 - suspend_instance, resume_instance, reboot_instance
+    1.6 - rebuild_instance
 
 A caller capped below a method's version gets ConductorTooOld (the API
 answers 503) instead of sending a message the conductor cannot dispatch.
@@ -88,7 +89,7 @@ class ConductorAPI:
 
 
 class ComputeTaskAPI:
-    VERSION = "1.5"
+    VERSION = "1.6"
 
     # The version each method needs (the history above).
     METHOD_VERSIONS = {
@@ -103,6 +104,7 @@ class ComputeTaskAPI:
         "suspend_instance": "1.5", "resume_instance": "1.5",
         "reboot_instance": "1.5",
         "reboot_hard_instance": "1.5",      # the facade's name of a HARD one
+        "rebuild_instance": "1.6",
     }
 
     def __init__(self):
@@ -179,6 +181,10 @@ class ComputeTaskAPI:
     def reboot_instance(self, ctxt, instance, reboot_type):
         self._prepare("1.5", "reboot_instance").cast(
             ctxt, "reboot_instance", instance=instance, reboot_type=reboot_type)
+
+    def rebuild_instance(self, ctxt, instance):
+        self._prepare("1.6", "rebuild_instance").cast(
+            ctxt, "rebuild_instance", instance=instance)
 
     def shelve_instance(self, ctxt, instance, offload):
         self._cast_12(ctxt, "shelve_instance", instance=instance, offload=offload)

@@ -15,7 +15,7 @@ from oslo_versionedobjects import fields
 from volattach.objects import base
 from volattach import exception
 
-SERVICE_VERSION = 7
+SERVICE_VERSION = 8
 
 SERVICE_VERSION_HISTORY = (
     # Version 0: no service version reported (never sent by volattach)
@@ -44,10 +44,14 @@ SERVICE_VERSION_HISTORY = (
     # Version 7: compute RPC 1.6 (suspend_instance, resume_instance,
     # reboot_instance)
     {"compute_rpc": "1.6"},
+    # Version 8: compute RPC 1.7 (rebuild_instance)
+    {"compute_rpc": "1.7"},
 )
 
 # The first service version whose computes suspend, resume and reboot.
 SUSPEND_REBOOT_SERVICE_VERSION = 7
+# The first service version whose computes rebuild.
+REBUILD_SERVICE_VERSION = 8
 
 # The first service version whose computes honour attach_mode "ro".
 READ_ONLY_ATTACH_SERVICE_VERSION = 3

@@ -40,6 +40,10 @@ class InvalidInput(Invalid):
     msg_fmt = "Invalid input received: %(reason)s"
 
 
+class ImageUnacceptable(Invalid):
+    msg_fmt = "Image %(image_id)s is unacceptable: %(reason)s"
+
+
 class InvalidKeypair(Invalid):
     msg_fmt = "Keypair data is invalid: %(reason)s"
 
@@ -54,6 +58,10 @@ class InvalidDevicePath(Invalid):
 
 class InvalidBDM(Invalid):
     msg_fmt = "Block Device Mapping is Invalid: %(reason)s"
+
+
+class InvalidBDMVolumeNotBootable(InvalidBDM):
+    msg_fmt = "Block Device %(id)s is not bootable."
 
 
 class InvalidRequest(Invalid):

@@ -182,7 +182,8 @@ class VolumeManager:
                     vtype["extra_specs"].get("multiattach")),
                 "readonly": False,
                 "shared_targets": self.backend.shared_targets,
-                "bootable": bool(image_ref), "metadata": metadata or {},
+                "bootable": bool(image_ref), "image_id": image_ref or None,
+                "metadata": metadata or {},
             })
 
         accepted = self.db.write(create)

@@ -65,9 +65,12 @@ def _metadata(vol):
     return metadata
 
 
-def volume_detail(vol, prefix, version, is_admin, admin_attributes=True):
+def volume_detail(vol, prefix, version, is_admin, admin_attributes=True,
+                  image_metadata=False):
     """The full volume view.  ``admin_attributes``: add the ``os-vol-*``
-    keys for admins (Cinder shows them on GET, not on the create reply)."""
+    keys for admins (Cinder shows them on GET, not on the create reply).
+    ``image_metadata``: add ``volume_image_metadata`` of a volume made from
+    an image (Cinder's extension adds it to show and detail lists only)."""
     view = {
         "id": vol["id"],
         "status": vol["status"],
@@ -92,6 +95,10 @@ def volume_detail(vol, prefix, version, is_admin, admin_attributes=True):
                         for a in vol.get("attachments", [])],
         "migration_status": vol["migration_status"],
     }
+    if image_metadata and vol.get("image_id"):
+        # no image service: the image's id is all there is to say of it
+        view["volume_image_metadata"] = {"image_id": vol["image_id"],
+                                         "image_name": vol["image_id"]}
     if version >= mv.GROUP_VOLUME:
         view["group_id"] = None
     if is_admin and version >= mv.VOLUME_DETAIL_PROVIDER_ID:

@@ -36,6 +36,8 @@ SERVER_ACTIONS = {
     "suspend": ((instance_obj.ACTIVE,), "suspending", "suspend"),
     "resume": ((instance_obj.SUSPENDED,), "resuming", "resume"),
     "reboot": ((instance_obj.ACTIVE,), "rebooting", "reboot"),
+    "rebuild": ((instance_obj.ACTIVE, instance_obj.STOPPED, instance_obj.ERROR),
+                "rebuilding", "rebuild"),
     "reboot_hard": ((instance_obj.ACTIVE, instance_obj.STOPPED, instance_obj.PAUSED,
                      instance_obj.SUSPENDED, instance_obj.ERROR), "rebooting_hard",
                     "reboot"),
@@ -95,6 +97,23 @@ class FacadeBase:
         the conductor, capped by ``[upgrade_levels] conductor``, cannot run
         the workflow ``method`` yet."""
         self.compute_task_api.rpcapi.check_can_send(method)
+
+    @staticmethod
+    def _check_image(image_ref):
+        """There is no image service: an image is a directory of [libvirt]
+        image_dir with the libvirt driver, one of [compute] fake_images with
+        the fake one (400 otherwise, as Nova answers)."""
+        from volattach.conf import CONF
+        if not image_ref:
+            return
+        if CONF.compute.virt_driver == "libvirt":
+            from volattach.compute.virt.libvirt import images
+            known = images.image_path(image_ref) is not None
+        else:
+            known = image_ref in CONF.compute.fake_images
+        if not known:
+            raise exception.InvalidInput(
+                message="Image %s could not be found." % image_ref)
 
     @staticmethod
     def _check_state(instance, method, vm_states, task_states=(None,)):

@@ -68,13 +68,15 @@ class ServerActionsAPI(base.FacadeBase):
                           self.compute_task_api.start_instance)
 
     def get_console_output(self, context, instance, length=None):
-        """The tail (``length`` lines, all when None) of the guest's
-        console, asked of its compute; InstanceNotReady without a host."""
+        """The tail (``length`` lines, all when None or -1, as Nova) of the
+        guest's console, asked of its compute; InstanceNotReady without a
+        host."""
         from volattach.compute import rpcapi as compute_rpcapi
         if not instance.host:
             raise exception.InstanceNotReady(instance_id=instance.uuid)
+        length = None if length is None or int(length) == -1 else int(length)
         return compute_rpcapi.ComputeAPI().get_console_output(
-            context, instance, None if length is None else int(length))
+            context, instance, length)
 
     def pause(self, context, instance):
         self._start_action(context, instance, "pause")
@@ -86,12 +88,14 @@ class ServerActionsAPI(base.FacadeBase):
         self._send_action(context, instance, "unpause",
                           self.compute_task_api.unpause_instance)
 
-    def _check_compute_for(self, context, instance, feature):
-        """409 when the server's compute is older than compute RPC 1.6."""
+    def _check_compute_for(self, context, instance, feature, minimum=None):
+        """409 when the server's compute is older than service version
+        ``minimum`` (compute RPC 1.6, suspend/resume/reboot, by default)."""
         from volattach.objects import service as service_obj
+        if minimum is None:
+            minimum = service_obj.SUSPEND_REBOOT_SERVICE_VERSION
         version = self._compute_version(context, instance.host)
-        if (instance.host and (version is None or version
-                               < service_obj.SUSPEND_REBOOT_SERVICE_VERSION)):
+        if instance.host and (version is None or version < minimum):
             raise exception.ComputeTooOldForFeature(host=instance.host,
                                                     feature=feature)
 
@@ -113,6 +117,45 @@ class ServerActionsAPI(base.FacadeBase):
         self._start_action(context, instance, name)
         self._send_action(context, instance, name,
                           self.compute_task_api.reboot_instance, reboot_type)
+
+    def rebuild(self, context, instance, image_ref, changes):
+        """rebuild: the guest is re-created from ``image_ref`` on its host,
+        its volumes stay attached (same attachments, same host), a stopped
+        server stays stopped.  ``changes`` are Instance fields the request
+        sets (name, metadata, access IPs, ...), saved with the task state.
+        400 (before anything changes) for an unknown image, an unknown
+        key, or another image for a volume-backed server (Nova before
+        2.93); 409 while locked, in another state, or on a compute older
+        than compute RPC 1.7."""
+        from volattach.objects import service as service_obj
+        self._check_locked(context, instance)
+        self._check_state(instance, "rebuild", SERVER_ACTIONS["rebuild"][0])
+        if not instance.host:
+            raise exception.InstanceNotReady(instance_id=instance.uuid)
+        self._check_image(image_ref)
+        if changes.get("key_name"):
+            self.check_key_name(context, changes["key_name"])
+        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context,
+                                                                   instance.uuid)
+        root = next((b for b in bdms if b.is_root and b.is_volume), None)
+        if root is not None:
+            volume = self.volume_api.get(context, root.volume_id)
+            current = (volume.get("volume_image_metadata") or {}).get("image_id")
+            if current != image_ref:
+                raise exception.ImageUnacceptable(
+                    image_id=image_ref,
+                    reason="Unable to rebuild with a different image for a "
+                           "volume-backed server.")
+            image_ref = ""        # a volume-backed server shows no image
+        self._check_compute_for(context, instance, "rebuild",
+                                service_obj.REBUILD_SERVICE_VERSION)
+        instance.image_ref = image_ref
+        for name, value in changes.items():
+            setattr(instance, name, value)
+        self._start_action(context, instance, "rebuild")
+        self._send_action(context, instance, "rebuild",
+                          self.compute_task_api.rebuild_instance)
+        return instance
 
     def shelve(self, context, instance):
         from volattach.conf import CONF

@@ -4,6 +4,8 @@ import logging
 import secrets
 import uuid as uuidlib
 
+from oslo_utils import strutils
+
 from volattach import objects
 from volattach.api.compute import base
 from volattach.compute import device_names
@@ -132,6 +134,10 @@ class ServersAPI(base.FacadeBase):
                 if count > 1 and not (multiattach_multi_create
                                       and volume.get("multiattach")):
                     raise exception.MultipleVolumeAttachNotAllowed()
+                if bdm.get("boot_index") == 0 and not strutils.bool_from_string(
+                        volume.get("bootable", True), default=True):
+                    # Cinder says "false" of a volume made blank (Nova's check)
+                    raise exception.InvalidBDMVolumeNotBootable(id=volume_id)
                 self._check_volume_attachable(volume)
                 volumes[volume_id] = volume
             elif source in ("image", "blank", "snapshot") and dest == "local":
@@ -140,23 +146,6 @@ class ServersAPI(base.FacadeBase):
             elif source is not None:
                 raise exception.InvalidBDM(reason="unknown source_type %s." % source)
         return bdms, volumes
-
-    @staticmethod
-    def _check_image(image_ref):
-        """There is no image service: an image is a directory of [libvirt]
-        image_dir with the libvirt driver, one of [compute] fake_images with
-        the fake one (400 otherwise, as Nova answers)."""
-        from volattach.conf import CONF
-        if not image_ref:
-            return
-        if CONF.compute.virt_driver == "libvirt":
-            from volattach.compute.virt.libvirt import images
-            known = images.image_path(image_ref) is not None
-        else:
-            known = image_ref in CONF.compute.fake_images
-        if not known:
-            raise exception.InvalidInput(
-                message="Image %s could not be found." % image_ref)
 
     def create(self, context, *, name, flavor_ref, image_ref, block_device_mapping,
                min_count=1, max_count=1, metadata=None, key_name=None,

@@ -1,8 +1,10 @@
 """POST /servers/{server_id}/action: os-start, os-stop, pause, unpause, lock,
-unlock, shelve, shelveOffload, unshelve, os-migrateLive and os-resetState
-(admin), and os-getConsoleOutput.  Each answers 202 with no body, except
-os-getConsoleOutput (200, ``{"output": ...}``).  An unknown server is a
-404 before the action's name is looked at.
+unlock, shelve, shelveOffload, unshelve, suspend, resume, reboot, rebuild,
+forceDelete, restore, os-migrateLive and os-resetState (admin), and
+os-getConsoleOutput.  Each answers 202 with no body, except
+os-getConsoleOutput (200, ``{"output": ...}``) and rebuild (202 with the
+server and its new adminPass, as Nova).  An unknown server is a 404 before
+the action's name is looked at.
 
 ``ACTIONS`` maps the body's only key to (schemas, policy, handler method).
 An action Nova has and volattach does not (``NOVA_ONLY_ACTIONS``) names its
@@ -14,7 +16,9 @@ import re
 from volattach.api import common
 from volattach.api import policy
 from volattach.api import validation
+from volattach.api.handlers import servers
 from volattach.api.schemas import servers as schemas
+from volattach.api.views import servers as view
 from volattach import exception
 
 
@@ -23,7 +27,7 @@ RESET_STATE_POLICY = "os_compute_api:os-admin-actions:reset_state"
 
 # Nova's server actions that volattach does not serve
 NOVA_ONLY_ACTIONS = frozenset([
-    "rebuild", "resize", "confirmResize", "revertResize",
+    "resize", "confirmResize", "revertResize",
     "createImage", "createBackup", "changePassword", "migrate", "evacuate",
     "os-resetNetwork", "injectNetworkInfo", "addFixedIp", "removeFixedIp",
     "addFloatingIp", "removeFloatingIp", "addSecurityGroup",
@@ -63,6 +67,7 @@ class ServerAction(common.Resource):
         "resume": (schemas.RESUME, "os_compute_api:os-suspend-server:resume",
                    "_resume"),
         "reboot": (schemas.REBOOT, "os_compute_api:servers:reboot", "_reboot"),
+        "rebuild": (schemas.REBUILD, "os_compute_api:servers:rebuild", "_rebuild"),
         "forceDelete": (schemas.FORCE_DELETE,
                         "os_compute_api:os-deferred-delete:force",
                         "_force_delete"),
@@ -92,7 +97,7 @@ class ServerAction(common.Resource):
         if name == "os-getConsoleOutput":
             common.send(resp, result, status=200)
             return
-        common.send(resp, None, status=202)
+        common.send(resp, result, status=202)
 
     _UNPRINTABLE = re.compile("[\x00-\x08\x0B-\x1F]")
 
@@ -109,6 +114,31 @@ class ServerAction(common.Resource):
 
     def _reboot(self, req, ctx, instance, value):
         self.compute.reboot(ctx, instance, value["type"].upper())
+
+    # rebuild's request keys -> the Instance fields they set
+    _REBUILD_FIELDS = (("name", "display_name"), ("metadata", "metadata"),
+                       ("description", "display_description"),
+                       ("key_name", "key_name"), ("hostname", "hostname"))
+
+    def _rebuild(self, req, ctx, instance, value):
+        """The server as rebuilt (PUT's body: all of a show from 2.75) and
+        its adminPass, the given one or a generated one.  user_data,
+        personality, preserve_ephemeral and trusted certificates are
+        accepted and change nothing: there is no metadata service, no
+        file injection and no ephemeral disk."""
+        changes = {field: value[key] for key, field in self._REBUILD_FIELDS
+                   if key in value}
+        for key, field in (("accessIPv4", "access_ip_v4"),
+                           ("accessIPv6", "access_ip_v6")):
+            if key in value:
+                changes[field] = servers.canonical_ip(value[key])
+        admin_pass = value.get("adminPass") or servers.generate_password()
+        instance = self.compute.rebuild(ctx, instance, value["imageRef"],
+                                        changes)
+        bdms = self.compute.get_bdms_by_instances(ctx, [instance])
+        body = view.updated(req, instance, bdms.get(instance.uuid, []))
+        body["server"]["adminPass"] = admin_pass
+        return body
 
     def _force_delete(self, req, ctx, instance, value):
         self.compute.force_delete(ctx, instance)

@@ -49,7 +49,7 @@ def _user_filters(mv):
     return names
 
 
-def _canonical_ip(value):
+def canonical_ip(value):
     """An access IP as Nova stores and shows it (``::babe:dc0c:1602`` for
     ``0000:0000:0000:0000:0000:babe:220.12.22.2``)."""
     return ipaddress.ip_address(value).compressed if value else value
@@ -271,7 +271,7 @@ class Servers(common.Resource):
         for key, field in (("accessIPv4", "access_ip_v4"),
                            ("accessIPv6", "access_ip_v6")):
             if key in body:
-                changes[field] = _canonical_ip(body[key])
+                changes[field] = canonical_ip(body[key])
         if "hostname" in body:
             changes["hostname"] = body["hostname"]
         instance = self.compute.update(ctx, instance, changes)
@@ -343,8 +343,8 @@ class Servers(common.Resource):
                 max_count=max_count, metadata=server.get("metadata", {}),
                 key_name=server.get("key_name"),
                 availability_zone=availability_zone,
-                access_ip_v4=_canonical_ip(server.get("accessIPv4")),
-                access_ip_v6=_canonical_ip(server.get("accessIPv6")),
+                access_ip_v4=canonical_ip(server.get("accessIPv4")),
+                access_ip_v6=canonical_ip(server.get("accessIPv6")),
                 config_drive=_bool(config_drive) if config_drive is not None
                 else None,
                 description=description,

@@ -408,6 +408,50 @@ migrate_live_v230 = _action("os-migrateLive", {
 })
 migrate_live_v268 = migrate_live_v225
 
+# rebuild (Nova's base_rebuild and its later versions): imageRef required
+rebuild_v21 = _action("rebuild", {
+    "type": "object",
+    "properties": {
+        "name": parameter_types.name,
+        "imageRef": parameter_types.image_id,
+        "adminPass": parameter_types.admin_password,
+        "metadata": parameter_types.metadata,
+        "preserve_ephemeral": parameter_types.boolean,
+        "OS-DCF:diskConfig": parameter_types.disk_config,
+        "accessIPv4": parameter_types.accessIPv4,
+        "accessIPv6": parameter_types.accessIPv6,
+        "personality": parameter_types.personality,
+    },
+    "required": ["imageRef"],
+    "additionalProperties": False,
+})
+
+
+def _rebuild(schema):
+    return schema["properties"]["rebuild"]["properties"]
+
+
+rebuild_v219 = copy.deepcopy(rebuild_v21)
+_rebuild(rebuild_v219)["description"] = parameter_types.description
+rebuild_v254 = copy.deepcopy(rebuild_v219)
+_rebuild(rebuild_v254)["key_name"] = parameter_types.name_or_none
+rebuild_v257 = copy.deepcopy(rebuild_v254)
+_rebuild(rebuild_v257).pop("personality")
+_rebuild(rebuild_v257)["user_data"] = {
+    "oneOf": [{"type": "string", "format": "base64", "maxLength": 65535},
+              {"type": "null"}]}
+rebuild_v263 = copy.deepcopy(rebuild_v257)
+_rebuild(rebuild_v263)["trusted_image_certificates"] = (
+    parameter_types.trusted_certs)
+rebuild_v290 = copy.deepcopy(rebuild_v263)
+_rebuild(rebuild_v290)["hostname"] = parameter_types.hostname
+rebuild_v294 = copy.deepcopy(rebuild_v290)
+_rebuild(rebuild_v294)["hostname"] = parameter_types.fqdn
+
+REBUILD = (("2.1", rebuild_v21), ("2.19", rebuild_v219), ("2.54", rebuild_v254),
+           ("2.57", rebuild_v257), ("2.63", rebuild_v263), ("2.90", rebuild_v290),
+           ("2.94", rebuild_v294))
+
 SUSPEND = (("2.1", suspend_v21),)
 RESUME = (("2.1", resume_v21),)
 REBOOT = (("2.1", reboot_v21),)

@@ -22,6 +22,12 @@ def _new_volume(volumes, **kw):
     return body["volume"]["id"]
 
 
+def _new_boot_volume(volumes, **kw):
+    """A volume made from the default image: bootable (a blank one is not,
+    and cannot boot a server, as in Nova)."""
+    return _new_volume(volumes, imageRef=clients.DEFAULT_IMAGE, **kw)
+
+
 def _attachment_rows(volumes, volume_id):
     status, body, _ = volumes.list_attachments(volume_id=volume_id)
     assert status == 200, body
@@ -143,7 +149,16 @@ def test_delete_server_detaches_its_volumes(api, volumes):
 
 
 def test_boot_from_volume(api, volumes):
-    volume_id = _new_volume(volumes)
+    blank = _new_volume(volumes)
+    status, body, _ = api.create_server(
+        name="blank", image_ref="", microversion="2.37",
+        block_device_mapping_v2=[{"boot_index": 0, "uuid": blank,
+                                  "source_type": "volume", "destination_type": "volume"}])
+    assert status == 400, body
+    assert body["badRequest"]["message"] == "Block Device %s is not bootable." % blank
+    assert not [s for s in api.list_servers()[1]["servers"] if s["name"] == "blank"]
+    assert _attachment_rows(volumes, blank) == []
+    volume_id = _new_boot_volume(volumes)
     status, body, _ = api.create_server(
         name="bfv", image_ref="", microversion="2.37",
         block_device_mapping_v2=[{"boot_index": 0, "uuid": volume_id,

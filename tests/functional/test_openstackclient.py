@@ -166,20 +166,23 @@ def osc(request, tmp_path_factory):
     return OpenStackCLI(openstack, str(clouds_yaml))
 
 
-def _osc_volume(osc, volumes, name, read_only=False):
-    """``openstack volume create`` (and ``volume set --read-only``)."""
+def _osc_volume(osc, volumes, name, read_only=False, bootable=False):
+    """``openstack volume create`` (and ``volume set --read-only`` /
+    ``--bootable``: a blank volume is not bootable)."""
     created = osc.run("volume", "create", "--size", "1", name, "-f", "json")
     assert created["name"] == name and created["size"] == 1, created
     volumes.wait_for_volume_status(created["id"], "available")
     if read_only:
         assert osc.run("volume", "set", "--read-only", name) == ""
+    if bootable:
+        assert osc.run("volume", "set", "--bootable", name) == ""
     return created["id"]
 
 
 def _osc_server(osc, api, volumes, name):
     """``openstack server create`` booting from a volume (there is no image
     service for ``--image`` to look the image up in; see the README)."""
-    boot = _osc_volume(osc, volumes, name + "-boot")
+    boot = _osc_volume(osc, volumes, name + "-boot", bootable=True)
     server = osc.run("server", "create", "--flavor", "1", "--volume", boot,
                      "--no-network", name, "-f", "json")
     assert server["name"] == name, server

@@ -6,7 +6,8 @@ import uuid
 
 import pytest
 
-from tests.functional.test_attach_detach import _attachment_rows, _new_server, _new_volume
+from tests.functional.test_attach_detach import (_attachment_rows, _new_boot_volume,
+                                                 _new_server, _new_volume)
 from tests.integration import client as clients
 
 MV = "2.105"
@@ -98,7 +99,7 @@ def test_read_only_on_an_old_compute_is_409_and_rw_still_works(api, volumes, dep
 
 
 def test_boot_with_a_read_only_volume_and_local_mode_400(api, volumes, deployment):
-    volume_id = _new_volume(volumes)
+    volume_id = _new_boot_volume(volumes)
     status, body, _ = api.create_server(
         name="bfv-ro", image_ref="", microversion=MV,
         block_device_mapping_v2=[{"boot_index": 0, "uuid": volume_id, "attach_mode": "ro",
@@ -118,14 +119,14 @@ def test_boot_with_a_read_only_volume_and_local_mode_400(api, volumes, deploymen
     assert status == 400, body
     status, body, _ = api.create_server(
         name="mode-old-mv", image_ref="", microversion="2.104",
-        block_device_mapping_v2=[{"boot_index": 0, "uuid": _new_volume(volumes),
+        block_device_mapping_v2=[{"boot_index": 0, "uuid": _new_boot_volume(volumes),
                                   "attach_mode": "ro", "source_type": "volume",
                                   "destination_type": "volume"}])
     assert status == 400, body
 
 
 def test_multi_create_shares_a_multiattach_volume(api, volumes, multiattach_type):
-    volume_id = _new_volume(volumes, volume_type=multiattach_type)
+    volume_id = _new_boot_volume(volumes, volume_type=multiattach_type)
     bdm = [{"boot_index": 0, "uuid": volume_id, "source_type": "volume",
             "destination_type": "volume", "attach_mode": "ro"}]
     status, body, _ = api.create_server(name="many", image_ref="", microversion=MV,
@@ -147,7 +148,7 @@ def test_multi_create_shares_a_multiattach_volume(api, volumes, multiattach_type
 
 def test_multi_create_refused_for_plain_volume_or_before_2_105(api, volumes,
                                                                 multiattach_type):
-    plain = _new_volume(volumes)
+    plain = _new_boot_volume(volumes)
     before = api.list_servers(microversion=MV)[1]["servers"]
     bdm = [{"boot_index": 0, "uuid": plain, "source_type": "volume",
             "destination_type": "volume"}]
@@ -155,7 +156,7 @@ def test_multi_create_refused_for_plain_volume_or_before_2_105(api, volumes,
                                         min_count=2, max_count=2,
                                         block_device_mapping_v2=bdm)
     assert status == 400, body
-    shared = _new_volume(volumes, volume_type=multiattach_type)
+    shared = _new_boot_volume(volumes, volume_type=multiattach_type)
     bdm[0]["uuid"] = shared
     status, body, _ = api.create_server(name="many-old", image_ref="", microversion="2.104",
                                         min_count=2, max_count=2,

@@ -1,7 +1,7 @@
 """[compute] shelved_offload_time > 0: a shelved (image-backed) server stays
 on its host, powered off, until the conductor's periodic pass offloads it;
 a volume-backed one is offloaded at once."""
-from tests.functional.test_attach_detach import _new_server, _new_volume
+from tests.functional.test_attach_detach import _new_boot_volume, _new_server, _new_volume
 
 CONF_OVERRIDES = {("compute", "shelved_offload_time"): 5}
 
@@ -41,7 +41,7 @@ def test_shelved_server_is_offloaded_after_the_delay(api, volumes, deployment):
 
 
 def test_volume_backed_server_is_offloaded_at_once(api, volumes):
-    volume_id = _new_volume(volumes)
+    volume_id = _new_boot_volume(volumes)
     status, body, _ = api.create_server(
         name="bfv-shelve", image_ref="", microversion="2.37",
         block_device_mapping_v2=[{"boot_index": 0, "uuid": volume_id,

@@ -497,7 +497,7 @@ def test_shelve_offloads_a_volume_backed_server_even_when_never_asked(env,
     offloaded at once (no host, no guest, its root attachment replaced by a
     connector-less one, the volume still in-use).  Its unshelve puts the
     root back at /dev/vda on the receiving compute."""
-    root = env.volume()
+    root = env.volume(bootable=True)
     with clients.microversion(scenarios.CREATE_MV):
         body = env.client().create_server(
             name="bfv", flavorRef="1", networks="none",

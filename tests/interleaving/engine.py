@@ -159,7 +159,9 @@ class Run:
     def _new_volume(self, multiattach=False):
         fields = {}
         if multiattach:
+            # bootable: multi_create boots servers from it
             fields["volume_type"] = self.multiattach_type
+            fields["imageRef"] = clients.DEFAULT_IMAGE
         status, body = self._setup(
             self.clients.volumes.create_volume, size=1,
             name="il-%s-%s" % (self.tag, "multi" if multiattach else "v"),

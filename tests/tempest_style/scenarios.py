@@ -83,11 +83,14 @@ class Env:
             self.wait.server_status(self.client(), server_id, "ACTIVE")
         return server_id
 
-    def volume(self, multiattach=False, name=None):
-        """An available volume of the user; its id."""
+    def volume(self, multiattach=False, name=None, bootable=False):
+        """An available volume of the user; its id.  ``bootable``: made
+        from the default image (a blank volume cannot boot a server)."""
         fields = {}
         if multiattach:
             fields["volume_type"] = self._multiattach_type()
+        if bootable:
+            fields["imageRef"] = http_clients.DEFAULT_IMAGE
         code, body, _ = self.volumes.create_volume(
             size=1, name=name or "tempest-%s" % uuid.uuid4().hex[:6], **fields)
         assert code == 202, (code, body)

@@ -74,6 +74,7 @@ COMPUTE_MANAGER_SIGNATURE_SHA1 = {
     "1.4": "ebe59d75f5ee758380b5dc73d05a1929bd005a95",
     "1.5": "d7e181894db6b96e30074e932c559e89964d0e58",
     "1.6": "e9994a1c491eebfc9ba2d6a8a263e2c71b77bd14",
+    "1.7": "765789a34f239ebc41fef0faba8192c1ad37bd1e",
 }
 
 
@@ -101,6 +102,7 @@ CONDUCTOR_TASK_SIGNATURE_SHA1 = {
     "1.3": "db17878023981c1e28b1f3b350be3a5118cebaa5",
     "1.4": "336ab9d2cc31142f9f2b23262f552769144933c0",
     "1.5": "126a143d5f754db92d30c2e61c28d834ea80f770",
+    "1.6": "608a3e7be52d7eb70fbb56d614917bf887380988",
 }
 
 
@@ -118,7 +120,7 @@ def test_conductor_task_versions_agree():
 @pytest.mark.parametrize("version,expected", [(None, None), (0, "1.0"), (1, "1.0"),
                                               (2, "1.1"), (3, "1.2"), (4, "1.3"),
                                               (5, "1.4"), (6, "1.5"),
-                                              (7, "1.6"),
+                                              (7, "1.6"), (8, "1.7"),
                                               (99, compute_rpcapi.ComputeAPI.VERSION)])
 def test_compute_rpc_for_service_version(version, expected):
     assert service_obj.compute_rpc_for_service_version(version) == expected

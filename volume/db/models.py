@@ -106,6 +106,8 @@ class Volume(Base):
                                                  default=False)
     bootable: Mapped[bool] = mapped_column(Boolean, nullable=False,
                                            default=False)
+    # the image it was created from (Cinder's volume_image_metadata)
+    image_id: Mapped[str | None] = mapped_column(String(36))
     service_uuid: Mapped[str | None] = mapped_column(String(36))
     host: Mapped[str | None] = mapped_column(String(255))
     metadata_json: Mapped[str] = mapped_column("metadata", Text,

@@ -26,10 +26,11 @@ _SORT_KEYS = ("id", "name", "display_name", "status", "size", "created_at",
               "updated_at", "availability_zone", "bootable")
 
 
-def _detail(req, vol, admin_attributes=True):
+def _detail(req, vol, admin_attributes=True, image_metadata=False):
     ctx = context(req)
     return views.volume_detail(vol, req.prefix, version(req), ctx.is_admin,
-                               admin_attributes=admin_attributes)
+                               admin_attributes=admin_attributes,
+                               image_metadata=image_metadata)
 
 
 def checked_size(value, field="size"):
@@ -115,7 +116,8 @@ class Detail:
 
     def on_get(self, req, resp):
         vols, links = _listed(req, self.manager)
-        resp.media = {"volumes": [_detail(req, v) for v in vols]}
+        resp.media = {"volumes": [_detail(req, v, image_metadata=True)
+                                  for v in vols]}
         if links:
             resp.media["volumes_links"] = links
 
@@ -141,7 +143,7 @@ class Item:
 
     def on_get(self, req, resp, volume_id):
         vol = self.manager.volume_get(context(req), volume_id)
-        resp.media = {"volume": _detail(req, vol)}
+        resp.media = {"volume": _detail(req, vol, image_metadata=True)}
 
     def on_put(self, req, resp, volume_id):
         data = body(req, schemas.update)["volume"]

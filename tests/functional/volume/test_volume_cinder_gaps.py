@@ -306,7 +306,12 @@ def test_create_from_a_configured_image_is_bootable(api):
     r = api.post("/volumes", {"volume": {"size": 1, "imageRef": image}})
     assert r.status_code == 202, r.text
     made = r.json["volume"]["id"]
+    # as Cinder's extension: on show and detail lists, not on create
+    assert "volume_image_metadata" not in r.json["volume"]
     assert api.volume(made)["bootable"] == "true"
+    # Cinder's image metadata of a volume made from an image (what Nova's
+    # rebuild of a volume-backed server compares with)
+    assert api.volume(made)["volume_image_metadata"]["image_id"] == image
     r = api.post("/volumes", {"volume": {"size": 1,
                                          "imageRef": str(uuid.uuid4())}})
     assert r.status_code == 400, r.text

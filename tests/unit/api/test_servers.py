@@ -489,12 +489,12 @@ def test_action_state_errors_are_409(api, facade):
 
 def test_nova_action_not_served_names_its_server_first(api, facade):
     missing = "/v2.1/servers/3b3e8a2c-0000-4000-8000-000000000000/action"
-    result = api.post(missing, {"rebuild": None})
+    result = api.post(missing, {"createImage": None})
     assert result.status_code == 404
     assert "itemNotFound" in result.json
     # a name Nova does not know either: 400 whatever the server
     assert api.post(missing, {"reboot2": None}).status_code == 400
     server = facade.add_instance()
     url = "/v2.1/servers/%s/action" % server.uuid
-    assert _message(api.post(url, {"rebuild": None})) == \
-        "There is no such action: rebuild"
+    assert _message(api.post(url, {"createImage": None})) == \
+        "There is no such action: createImage"
