@@ -106,6 +106,7 @@ class FakeDriver(driver.ComputeDriver):
         with self._lock:
             self.guests[instance.uuid] = {
                 "power": "running",
+                "image": instance.image_ref,
                 "devices": {d["device_name"]: d["connection_info"]
                             for d in block_device_info},
                 "modes": {d["device_name"]: d.get("mode") or "rw"
@@ -181,13 +182,16 @@ class FakeDriver(driver.ComputeDriver):
         return guest
 
     def get_console_output(self, instance):
-        """A console listing the guest's devices as the test image's
-        init prints them (power state, then one line per device)."""
+        """A console as a booted guest's: what it booted from, its power
+        state, then one line per device (as the test image's init prints
+        them)."""
         with self._lock:
             guest = self.guests.get(instance.uuid)
             if guest is None:
                 return ""
-            lines = ["FAKE-CONSOLE %s %s" % (instance.uuid, guest["power"])]
+            lines = ["FAKE-CONSOLE %s booted from %s" % (
+                         instance.uuid, guest.get("image") or "a volume"),
+                     "power %s" % guest["power"]]
             for dev in sorted(guest.get("devices", {})):
                 lines.append("%s %s" % (dev, guest["modes"].get(dev, "rw")))
             return "\n".join(lines) + "\n"
