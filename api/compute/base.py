@@ -44,11 +44,12 @@ SERVER_ACTIONS = {
 }
 
 # task_states a delete may interrupt: none, a build, a change of the guest's
-# power on its host (not shelve, offload or unshelve, which move volumes)
+# power on its host, a rebuild (not shelve, offload or unshelve, which move
+# volumes)
 DELETE_INTERRUPTIBLE_TASK_STATES = (None, "scheduling", "spawning", "powering-off",
                                     "powering-on", "pausing", "unpausing",
                                     "suspending", "resuming", "rebooting",
-                                    "rebooting_hard")
+                                    "rebooting_hard", "rebuilding")
 
 # API status (servers list filter) -> vm_state
 STATUS_TO_VM_STATE = {

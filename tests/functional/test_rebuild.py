@@ -2,6 +2,8 @@
 from a new image on its host with its volumes still attached, Nova's
 response body and states, and the refusals (400, 404, 409) that change
 nothing."""
+import time
+
 import pytest
 
 from tests.functional.test_attach_detach import _new_server, _new_volume
@@ -201,3 +203,31 @@ def test_a_compute_too_old_refuses_rebuild(api):
     finally:
         service.version = version
         service.save()
+
+
+def test_delete_during_a_rebuild_leaves_nothing(api, volumes, deployment):
+    """A delete may interrupt a rebuild, as in Nova (tempest's cleanups
+    delete servers right after a rebuild): whatever the order of the two
+    on the compute, no guest is left on the host and the volume ends
+    available with no attachment."""
+    server_id = _new_server(api, name="rebuilt-then-deleted")
+    volume_id = _new_volume(volumes)
+    assert api.attach_volume(server_id, volume_id, microversion="2.20")[0] == 200
+    volumes.wait_for_volume_status(volume_id, "in-use")
+    host = objects.Instance.get_by_uuid(context.get_admin_context(), server_id).host
+    driver = deployment.computes[host].driver
+    CONF.set_override("spawn_latency", 1.0, group="fake_driver")
+    try:
+        assert _rebuild(api, server_id)[0] == 202
+        time.sleep(0.3)                      # the compute is inside the spawn
+        status, body, _ = api.delete_server(server_id)
+        assert status == 204, body
+        api.wait_for_server_deleted(server_id, timeout=30)
+    finally:
+        CONF.clear_override("spawn_latency", group="fake_driver")
+    volumes.wait_for_volume_status(volume_id, "available")
+    assert volumes.list_attachments(volume_id=volume_id)[1]["attachments"] == []
+    deadline = time.monotonic() + 10        # the rebuild's own clean-up
+    while server_id in driver.guests and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server_id not in driver.guests
