@@ -143,15 +143,20 @@ def attachment_detail(att):
 
 # -- volume types -------------------------------------------------------------
 
-def volume_type(vtype):
-    return {
+def volume_type(vtype, access=True):
+    """A volume type; ``access``: with ``os-volume-type-access:is_public``,
+    which Cinder's type-access extension adds to show, list and create,
+    not to the update reply."""
+    view = {
         "id": vtype["id"],
         "name": vtype["name"],
         "is_public": bool(vtype["is_public"]),
         "extra_specs": vtype["extra_specs"],
         "description": vtype["description"],
-        "os-volume-type-access:is_public": bool(vtype["is_public"]),
     }
+    if access:
+        view["os-volume-type-access:is_public"] = bool(vtype["is_public"])
+    return view
 
 
 # -- services -----------------------------------------------------------------

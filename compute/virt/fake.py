@@ -189,8 +189,8 @@ class FakeDriver(driver.ComputeDriver):
             guest = self.guests.get(instance.uuid)
             if guest is None:
                 return ""
-            lines = ["FAKE-CONSOLE %s booted from %s" % (
-                         instance.uuid, guest.get("image") or "a volume"),
+            lines = ["FAKE-CONSOLE %s" % instance.uuid,
+                     "booted from %s" % (guest.get("image") or "a volume"),
                      "power %s" % guest["power"]]
             for dev in sorted(guest.get("devices", {})):
                 lines.append("%s %s" % (dev, guest["modes"].get(dev, "rw")))

@@ -53,7 +53,7 @@ class Item:
         vtype = self.manager.type_update(context(req), type_id, name=name,
                                          description=description,
                                          is_public=is_public)
-        resp.media = {"volume_type": views.volume_type(vtype)}
+        resp.media = {"volume_type": views.volume_type(vtype, access=False)}
 
     def on_delete(self, req, resp, type_id):
         self.manager.type_delete(context(req), type_id)
