@@ -97,6 +97,8 @@ class Instance(TimestampMixin, Base):
     access_ip_v4: Mapped[str | None] = mapped_column(String(39))
     access_ip_v6: Mapped[str | None] = mapped_column(String(39))
     config_drive: Mapped[str | None] = mapped_column(String(255))
+    # base64, as the API took it (Nova's MediumText; the API caps it)
+    user_data: Mapped[str | None] = mapped_column(Text)
     metadata_: Mapped[str | None] = mapped_column("metadata", Text)
     fault: Mapped[str | None] = mapped_column(Text)
     shelved_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)

@@ -1,6 +1,8 @@
 """Instance: a server, its states and where it runs."""
+import base64
 import json
 
+from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from volattach.objects import base
@@ -31,7 +33,8 @@ SUSPENDED_POWER = 7
 @base.VolattachObjectRegistry.register
 class Instance(base.VolattachPersistentObject, base.VolattachObject):
     # Version 1.0: Initial version
-    VERSION = "1.0"
+    # Version 1.1: user_data
+    VERSION = "1.1"
 
     fields = dict(base.VolattachPersistentObject.fields, **{
         "id": fields.IntegerField(),
@@ -58,6 +61,7 @@ class Instance(base.VolattachPersistentObject, base.VolattachObject):
         "access_ip_v4": fields.StringField(nullable=True),
         "access_ip_v6": fields.StringField(nullable=True),
         "config_drive": fields.StringField(nullable=True),
+        "user_data": fields.StringField(nullable=True),
         "metadata": fields.DictOfStringsField(),
         "fault": base.JSONField(nullable=True),
         "shelved_at": fields.DateTimeField(nullable=True),
@@ -68,6 +72,18 @@ class Instance(base.VolattachPersistentObject, base.VolattachObject):
     })
 
     _JSON_COLUMNS = ("metadata", "fault")
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop("user_data", None)
+
+    @property
+    def user_data_bytes(self):
+        """The user data decoded (what a config drive holds), or None."""
+        if not self.obj_attr_is_set("user_data") or self.user_data is None:
+            return None
+        return base64.b64decode(self.user_data)
 
     @classmethod
     def _from_row(cls, context, row):

@@ -11,7 +11,7 @@
 #
 # The init:
 #   - loads virtio_ring, virtio, virtio_pci_*, virtio_pci, virtio_blk (in that
-#     order) and isofs;
+#     order) and isofs with the cdrom module it needs;
 #   - mounts the config drive (label config-2) and runs
 #     openstack/latest/user_data as a shell script in the background;
 #   - whenever the set of virtio disks changes (checked every 0.05 s) prints
@@ -66,7 +66,8 @@ done
 
 MODULES="drivers/virtio/virtio_ring drivers/virtio/virtio
 drivers/virtio/virtio_pci_legacy_dev drivers/virtio/virtio_pci_modern_dev
-drivers/virtio/virtio_pci drivers/block/virtio_blk fs/isofs/isofs"
+drivers/virtio/virtio_pci drivers/block/virtio_blk drivers/cdrom/cdrom
+fs/isofs/isofs"
 : > "$ROOT/lib/modules/order"
 for m in $MODULES; do
     name=$(basename "$m")

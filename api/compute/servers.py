@@ -151,7 +151,7 @@ class ServersAPI(base.FacadeBase):
                min_count=1, max_count=1, metadata=None, key_name=None,
                availability_zone=None, access_ip_v4=None, access_ip_v6=None,
                config_drive=None, description=None, supports_multiattach=False,
-               multiattach_multi_create=False, microversion=None):
+               multiattach_multi_create=False, microversion=None, user_data=None):
         flavor = objects.Flavor.get_by_flavor_id(context, flavor_ref)
         if image_ref and not base.is_uuid(image_ref):
             raise exception.ImageRefInvalid()
@@ -183,7 +183,8 @@ class ServersAPI(base.FacadeBase):
                     locked=False, availability_zone=availability_zone,
                     reservation_id=reservation_id, launch_index=index,
                     access_ip_v4=access_ip_v4, access_ip_v6=access_ip_v6,
-                    config_drive=config_drive or "", metadata=dict(metadata or {}))
+                    config_drive=config_drive or "", metadata=dict(metadata or {}),
+                    user_data=user_data)
                 instance.create()
                 instances.append(instance)
                 objects.InstanceAction.action_start(context, instance.uuid,

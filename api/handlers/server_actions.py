@@ -118,14 +118,16 @@ class ServerAction(common.Resource):
     # rebuild's request keys -> the Instance fields they set
     _REBUILD_FIELDS = (("name", "display_name"), ("metadata", "metadata"),
                        ("description", "display_description"),
-                       ("key_name", "key_name"), ("hostname", "hostname"))
+                       ("key_name", "key_name"), ("hostname", "hostname"),
+                       ("user_data", "user_data"))
 
     def _rebuild(self, req, ctx, instance, value):
         """The server as rebuilt (PUT's body: all of a show from 2.75) and
-        its adminPass, the given one or a generated one.  user_data,
+        its adminPass, the given one or a generated one, and from 2.57 its
+        user_data (the schema allows the key from 2.57; null removes it).
         personality, preserve_ephemeral and trusted certificates are
-        accepted and change nothing: there is no metadata service, no
-        file injection and no ephemeral disk."""
+        accepted and change nothing: there is no file injection, no
+        ephemeral disk and no image signature."""
         changes = {field: value[key] for key, field in self._REBUILD_FIELDS
                    if key in value}
         for key, field in (("accessIPv4", "access_ip_v4"),
@@ -138,6 +140,8 @@ class ServerAction(common.Resource):
         bdms = self.compute.get_bdms_by_instances(ctx, [instance])
         body = view.updated(req, instance, bdms.get(instance.uuid, []))
         body["server"]["adminPass"] = admin_pass
+        if req.context.microversion.matches("2.57"):
+            body["server"]["user_data"] = instance.user_data
         return body
 
     def _force_delete(self, req, ctx, instance, value):

@@ -342,6 +342,7 @@ class Servers(common.Resource):
                 block_device_mapping=bdms, min_count=min_count,
                 max_count=max_count, metadata=server.get("metadata", {}),
                 key_name=server.get("key_name"),
+                user_data=server.get("user_data"),
                 availability_zone=availability_zone,
                 access_ip_v4=canonical_ip(server.get("accessIPv4")),
                 access_ip_v6=canonical_ip(server.get("accessIPv6")),

@@ -268,7 +268,7 @@ def server(req, instance, bdms, host_statuses=None, show_server_groups=False):
                 "OS-EXT-SRV-ATTR:reservation_id": field(instance,
                                                         "reservation_id"),
                 "OS-EXT-SRV-ATTR:root_device_name": _root_device_name(bdms),
-                "OS-EXT-SRV-ATTR:user_data": None,
+                "OS-EXT-SRV-ATTR:user_data": field(instance, "user_data"),
             })
     if mv.matches("2.9"):
         body["locked"] = bool(field(instance, "locked"))

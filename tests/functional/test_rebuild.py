@@ -231,3 +231,30 @@ def test_delete_during_a_rebuild_leaves_nothing(api, volumes, deployment):
     while server_id in driver.guests and time.monotonic() < deadline:
         time.sleep(0.1)
     assert server_id not in driver.guests
+
+
+def test_user_data_is_kept_shown_and_replaced_by_a_rebuild(api, admin_api):
+    import base64
+    first = base64.b64encode(b"echo first\n").decode()
+    second = base64.b64encode(b"echo second\n").decode()
+    server_id = _new_server(api, name="scripted", user_data=first)
+    shown = admin_api.show_server(server_id, microversion="2.3")[1]["server"]
+    assert shown["OS-EXT-SRV-ATTR:user_data"] == first
+    # user_data is a rebuild field from 2.57 only
+    status, body, _ = _rebuild(api, server_id, microversion="2.56",
+                               user_data=second)
+    assert status == 400, body
+    status, body, _ = _rebuild(api, server_id, microversion="2.57")
+    assert status == 202, body
+    assert body["server"]["user_data"] == first           # kept
+    api.wait_for_server_status(server_id, "ACTIVE")
+    status, body, _ = _rebuild(api, server_id, microversion="2.57",
+                               user_data=second)
+    assert body["server"]["user_data"] == second
+    api.wait_for_server_status(server_id, "ACTIVE")
+    shown = admin_api.show_server(server_id, microversion="2.3")[1]["server"]
+    assert shown["OS-EXT-SRV-ATTR:user_data"] == second
+    status, body, _ = _rebuild(api, server_id, microversion="2.57",
+                               user_data=None)                 # removed
+    assert body["server"]["user_data"] is None
+    api.wait_for_server_status(server_id, "ACTIVE")

@@ -74,3 +74,26 @@ def test_bdm_list_1_2_backports_for_a_compute_of_rpc_1_3():
     item = primitive["volattach_object.data"]["objects"][0]
     assert item["volattach_object.version"] == "1.1"
     assert item["volattach_object.data"]["attach_mode"] == "ro"
+
+
+def _instance(**kw):
+    values = dict(id=1, uuid=str(uuid.uuid4()), project_id="p", user_id="u",
+                  vm_state="active", power_state=1, user_data="ZWNobyBoaQo=")
+    values.update(kw)
+    return objects.Instance(None, **values)
+
+
+def test_instance_backport_to_1_0_drops_user_data():
+    primitive = _instance().obj_to_primitive(target_version="1.0")
+    assert primitive["volattach_object.version"] == "1.0"
+    assert "user_data" not in primitive["volattach_object.data"]
+    assert primitive["volattach_object.data"]["vm_state"] == "active"
+    data = _instance().obj_to_primitive()["volattach_object.data"]
+    assert data["user_data"] == "ZWNobyBoaQo="
+
+
+def test_instance_user_data_bytes_decodes_or_is_none():
+    assert _instance().user_data_bytes == b"echo hi\n"
+    assert _instance(user_data=None).user_data_bytes is None
+    unset = objects.Instance(None, uuid=str(uuid.uuid4()))
+    assert unset.user_data_bytes is None

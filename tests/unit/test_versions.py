@@ -28,7 +28,7 @@ EXPECTED_OBJECT_HASHES = {
     "BlockDevicePayload": "1.0-fc6c8394e1e7d035969d5a889342067d",
     "InstanceActionVolumePayload": "1.0-13f5db945401f499682981d90bef9971",
     "Flavor": "1.0-05f5afeaccc1ab90958f7dc985b89dad",
-    "Instance": "1.0-f8521bc203c683c174b21f45649f390a",
+    "Instance": "1.1-27498f117e6d5d84e1917b77df6a6a68",
     "InstanceAction": "1.0-4f86c9fda6c4c7e5f40c25a541a25aaa",
     "InstanceActionEvent": "1.0-85b5c4bd0a9a974f4597e49bef48a94b",
     "InstanceActionEventList": "1.0-13d92fb953030cdbfee56481756e02be",

@@ -170,7 +170,7 @@ class LibvirtDriver(driver.ComputeDriver):
         if instance.config_drive:
             configdrive.make_config_drive(
                 os.path.join(idir, "disk.config"), instance,
-                getattr(instance, "user_data_bytes", None))
+                instance.user_data_bytes)
         xml = self.domain_xml(instance, block_device_info)
         dom = self._conn.defineXML(xml)
         dom.create()
