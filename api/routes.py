@@ -11,6 +11,7 @@ from volattach.api.handlers import flavors
 from volattach.api.handlers import instance_actions
 from volattach.api.handlers import ips
 from volattach.api.handlers import keypairs
+from volattach.api.handlers import migrations
 from volattach.api.handlers import os_volumes
 from volattach.api.handlers import server_actions
 from volattach.api.handlers import servers
@@ -31,6 +32,8 @@ ROUTES = (
     # os-keypairs
     (V21 + "/os-keypairs", keypairs.Keypairs, None),
     (V21 + "/os-keypairs/{name}", keypairs.Keypairs, "item"),
+    # os-migrations
+    (V21 + "/os-migrations", migrations.Migrations, None),
     # os-services
     (V21 + "/os-services", services.Services, None),
     # os-volumes: the deprecated volume proxy (below 2.36)
@@ -55,6 +58,10 @@ ROUTES = (
      instance_actions.InstanceActions, None),
     (V21 + _SERVER + "/os-instance-actions/{request_id}",
      instance_actions.InstanceActions, "item"),
+    # server migrations (2.23): live migrations in progress
+    (V21 + _SERVER + "/migrations", migrations.ServerMigrations, None),
+    (V21 + _SERVER + "/migrations/{migration_id}",
+     migrations.ServerMigrations, "item"),
 )
 
 

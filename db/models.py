@@ -184,3 +184,35 @@ class KeyPair(TimestampMixin, Base):
     fingerprint: Mapped[str | None] = mapped_column(String(255))
     public_key: Mapped[str | None] = mapped_column(Text)
     type: Mapped[str] = mapped_column(String(10), default="ssh")
+
+
+class Migration(TimestampMixin, Base):
+    """A move of a server between hosts and how it went (os-migrations,
+    /servers/{id}/migrations); volattach records live migrations."""
+    __tablename__ = "migrations"
+    __table_args__ = (
+        # a server's migrations in progress (/servers/{id}/migrations)
+        Index("migrations_instance_uuid_status_idx", "instance_uuid", "status"),
+        # the host filter of os-migrations (source or destination)
+        Index("migrations_source_compute_idx", "source_compute"),
+        Index("migrations_dest_compute_idx", "dest_compute"),
+        # os-migrations pages newest first (created_at DESC, id DESC)
+        Index("migrations_created_at_id_idx", "created_at", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    instance_uuid: Mapped[str] = mapped_column(String(36))
+    source_compute: Mapped[str | None] = mapped_column(String(255))
+    dest_compute: Mapped[str | None] = mapped_column(String(255))
+    source_node: Mapped[str | None] = mapped_column(String(255))
+    dest_node: Mapped[str | None] = mapped_column(String(255))
+    dest_host: Mapped[str | None] = mapped_column(String(255))
+    old_instance_type_id: Mapped[int | None] = mapped_column(Integer)
+    new_instance_type_id: Mapped[int | None] = mapped_column(Integer)
+    status: Mapped[str | None] = mapped_column(String(255))
+    migration_type: Mapped[str | None] = mapped_column(String(255))
+    hidden: Mapped[bool] = mapped_column(Boolean, default=False)
+    user_id: Mapped[str | None] = mapped_column(String(255))
+    project_id: Mapped[str | None] = mapped_column(String(255))
+    deleted: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -14,4 +14,5 @@ def register_all():
     __import__("volattach.objects.block_device")
     __import__("volattach.objects.service")
     __import__("volattach.objects.instance_action")
+    __import__("volattach.objects.migration")
     __import__("volattach.objects.notification")

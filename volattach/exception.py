@@ -286,3 +286,18 @@ class VolumeTypeExists(Conflict):
 class VolumeTypeInUse(Invalid):
     msg_fmt = ("Volume Type %(volume_type_id)s deletion is not allowed with "
                "volumes present with the type.")
+
+
+# -- migrations (os-migrations, /servers/{id}/migrations) ----------------------
+
+class MigrationNotFound(NotFound):
+    msg_fmt = "Migration %(migration_id)s could not be found."
+
+
+class MigrationNotFoundForInstance(MigrationNotFound):
+    msg_fmt = ("Migration %(migration_id)s not found for instance "
+               "%(instance_id)s")
+
+
+class MarkerNotFound(Invalid):
+    msg_fmt = "Marker %(marker)s could not be found."

@@ -1,4 +1,13 @@
-"""Live-migrate a server with its volumes: two attachments per volume until the switch."""
+"""Live-migrate a server with its volumes: two attachments per volume until the switch.
+
+The move is recorded as a migration (``objects.Migration``, os-migrations)
+as Nova records it: "accepted" as the workflow starts (the destination
+still unknown when the scheduler picks it), "preparing" once the
+destination is chosen, "running" while the guest moves, "completed" after
+the switch; "error" when it fails before the guest moves, "failed" when
+the move fails.  The record is bookkeeping: a failure to write it is
+logged and never stops the migration or its rollback.
+"""
 import logging
 
 from volattach import objects
@@ -6,8 +15,20 @@ from volattach.conductor.tasks import base
 from volattach.compute import rpcapi as compute_rpcapi
 from volattach.conductor import scheduler
 from volattach import exception
+from volattach.objects import migration as migration_obj
 
 LOG = logging.getLogger(__name__)
+
+# the steps from which a failure is the move's ("failed", not "error")
+_MOVE_STEPS = ("compute_live_migration", "compute_post_live_migration_at_source")
+
+
+def _flavor_id(instance):
+    """The integer id of the server's flavor (None when not loaded)."""
+    try:
+        return instance.flavor.id
+    except Exception:
+        return None
 
 
 class LiveMigrationTask(base.TaskBase):
@@ -28,6 +49,7 @@ class LiveMigrationTask(base.TaskBase):
         from volattach.objects import service as service_obj
         source = instance.host
         dest = None
+        migration = self._record_start(context, instance, host)
         new_attachments = {}      # bdm uuid -> new attachment id
         new_bdms = []
         dest_touched = False
@@ -52,6 +74,8 @@ class LiveMigrationTask(base.TaskBase):
                     source_service.version < service_obj.LIVE_MIGRATION_SERVICE_VERSION):
                 raise exception.ComputeTooOldForFeature(host=source,
                                                         feature="live migration")
+            self._record(migration, migration_obj.PREPARING, dest_compute=dest,
+                         dest_node=dest)
 
             step = "compute_live_migration_attach_destination"
             event = base.Event(context, instance.uuid, step, dest)
@@ -82,6 +106,7 @@ class LiveMigrationTask(base.TaskBase):
             event.success()
 
             step = "compute_live_migration"
+            self._record(migration, migration_obj.RUNNING)
             event = base.Event(context, instance.uuid, step, source)
             self.compute_rpcapi.live_migration(context, instance, dest)
             self.compute_rpcapi.post_live_migration_at_destination(
@@ -104,6 +129,8 @@ class LiveMigrationTask(base.TaskBase):
             for attachment_id in new_attachments.values():
                 self._cleanup_attachment(context, attachment_id)
             self._reset_task_state(instance, "migrating")
+            self._record(migration, migration_obj.FAILED if step in _MOVE_STEPS
+                         else migration_obj.ERROR)
             base.Event.failed(event, context, instance.uuid, step, error)
             return
         # the switch is done: the server runs on dest with the new attachments
@@ -121,9 +148,53 @@ class LiveMigrationTask(base.TaskBase):
             instance.save(expected_task_state=["migrating"])
         except Exception as error:
             LOG.exception("could not record %s on %s", instance.uuid, dest)
+            self._record(migration, migration_obj.ERROR)
             event.failure(error)
             return
+        self._record(migration, migration_obj.COMPLETED)
         event.success()
+
+    @staticmethod
+    def _record_start(context, instance, host):
+        """The migration record, "accepted", with what is known before the
+        scheduler runs (the destination only when the caller named one);
+        None when it could not be written."""
+        try:
+            migration = objects.Migration(context)
+            migration.instance_uuid = instance.uuid
+            migration.migration_type = migration_obj.LIVE_MIGRATION
+            migration.status = migration_obj.ACCEPTED
+            migration.source_compute = instance.host
+            migration.source_node = instance.node
+            migration.dest_compute = host
+            migration.dest_node = None
+            migration.dest_host = None
+            migration.old_instance_type_id = _flavor_id(instance)
+            migration.new_instance_type_id = _flavor_id(instance)
+            migration.hidden = False
+            migration.user_id = context.user_id
+            migration.project_id = context.project_id
+            migration.create()
+            return migration
+        except Exception:
+            LOG.exception("could not record the live migration of %s",
+                          instance.uuid)
+            return None
+
+    @staticmethod
+    def _record(migration, status, **values):
+        """Move the record to ``status`` (with ``values``); a failure is
+        logged, never raised."""
+        if migration is None:
+            return
+        try:
+            for name, value in values.items():
+                setattr(migration, name, value)
+            migration.status = status
+            migration.save()
+        except Exception:
+            LOG.exception("could not set migration %s to %s",
+                          getattr(migration, "uuid", None), status)
 
     def _check_no_detach_under_way(self, context, instance, bdms):
         """Refuse (before any destination attachment) while a detach of one

@@ -1,9 +1,10 @@
 """Data access for the compute database: small functions, one transaction each.
 
 One module per resource (``services``, ``flavors``, ``instances``,
-``block_devices``, ``instance_actions``, ``keypairs``); this package re-exports them all,
-so callers write ``db_api.instance_get_by_uuid``.  The objects layer
-(``objects/*.py``) is the main caller; the conductor's reconcile pass
+``block_devices``, ``instance_actions``, ``keypairs``, ``migrations``); this
+package re-exports them all, so callers write
+``db_api.instance_get_by_uuid``.  The objects layer (``objects/*.py``) is
+the main caller; the conductor's reconcile pass
 (``conductor/reconcile.py``: BDM reads and deletes, instance reads) and its
 scheduler (``conductor/scheduler.py``: instance counts per host) call it
 directly too.  A compute daemon never imports it.
@@ -21,12 +22,13 @@ from volattach.db.api.flavors import *  # noqa: F401,F403
 from volattach.db.api.instance_actions import *  # noqa: F401,F403
 from volattach.db.api.instances import *  # noqa: F401,F403
 from volattach.db.api.keypairs import *  # noqa: F401,F403
+from volattach.db.api.migrations import *  # noqa: F401,F403
 from volattach.db.api.services import *  # noqa: F401,F403
 from volattach.db.api import (block_devices, flavors, instance_actions,
-                              instances, keypairs, services)
+                              instances, keypairs, migrations, services)
 
 __all__ = [name for module in (block_devices, flavors, instance_actions,
-                               instances, keypairs, services)
+                               instances, keypairs, migrations, services)
            for name in dir(module)
            if not name.startswith("_") and callable(getattr(module, name))
            and getattr(getattr(module, name), "__module__", None) == module.__name__]

@@ -34,6 +34,8 @@ EXPECTED_OBJECT_HASHES = {
     "InstanceActionEventList": "1.0-13d92fb953030cdbfee56481756e02be",
     "InstanceActionList": "1.0-4a53826625cc280e15fae64a575e0879",
     "InstanceList": "1.0-96f87b1dd0a285b85e61fcb9603909a6",
+    "Migration": "1.0-f6968e9d2a256d90e52ada2a4588fc3f",
+    "MigrationList": "1.0-dadbbab2ec78be0ba64d2cb5d2d00fa4",
     "Service": "1.0-e25d1258522bf55195134824561b1ffc",
     "ServiceList": "1.0-f6621975c20e5805eb2b67dec3679efc",
 }
