@@ -126,6 +126,9 @@ for _ in $(seq 60); do
     sleep 1
 done
 answers "http://127.0.0.1:$VOLATTACH_COMPUTE_PORT/" || die "volattach-all does not answer"
+# what devstack creates for tempest: the multiattach volume type
+"$VENV/bin/python" "$HERE/prepare_cloud.py" "$KEYSTONE_URL" "$ADMIN_PASSWORD" \
+    || die "could not create the multiattach volume type"
 
 # -- tempest ---------------------------------------------------------------------
 if [ ! -d "$WORK/etc" ]; then
