@@ -258,13 +258,16 @@ volume_opts = [
                help="Host name of the volume service: its row in GET "
                     "/os-services is <host>@<backend_name>, and volumes "
                     "show <host>@<backend_name>#<backend_name>."),
-    cfg.StrOpt("compute_endpoint", default="http://127.0.0.1:8774/v2.1",
+    cfg.StrOpt("compute_endpoint",
                help="The compute API the volume service asks to swap an "
                     "attached volume during a retype or migration (Nova's "
                     "PUT /servers/{id}/os-volume_attachments/{volume}). "
-                    "It authenticates with the [cinder] service "
-                    "credentials when [volume] auth_strategy is keystone, "
-                    "else with a noauth admin token."),
+                    "Unset: http://<[api] listen>:<[api] port>/v2.1 (the "
+                    "compute API of volattach-all's own process; loopback "
+                    "for a wildcard listen). It authenticates with the "
+                    "[cinder] service credentials when [volume] "
+                    "auth_strategy is keystone, else with a noauth admin "
+                    "token."),
 ]
 
 libvirt_opts = [
