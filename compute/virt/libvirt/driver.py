@@ -218,6 +218,20 @@ class LibvirtDriver(driver.ComputeDriver):
         except self._host.libvirt.libvirtError as e:
             raise exception.VirtDriverError(operation="attach", reason=str(e))
 
+    def volume_device_names(self, instance):
+        """The target devices of the guest's volume disks: those with a
+        serial, other than the local root disk's."""
+        dom = self._domain_or_none(instance)
+        if dom is None:
+            return set()
+        names = set()
+        for disk in ET.fromstring(dom.XMLDesc(0)).findall("./devices/disk"):
+            serial, target = disk.find("serial"), disk.find("target")
+            if (serial is not None and serial.text and serial.text != "root"
+                    and target is not None):
+                names.add("/dev/" + target.get("dev"))
+        return names
+
     def _find_disk(self, dom, alias, flags=0, target=None):
         """The <disk> XML with this alias (or, after a swap, at this
         target device), or None."""
