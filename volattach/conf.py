@@ -284,6 +284,10 @@ libvirt_opts = [
     cfg.StrOpt("instances_path", default="$state_path/instances",
                help="Per-guest files: console log and socket, config "
                     "drive."),
+    cfg.IntOpt("wait_soft_reboot_seconds", default=120, min=0,
+               help="Seconds a soft reboot waits for the guest to shut "
+                    "down when asked (ACPI) before it reboots it hard, as "
+                    "Nova's libvirt driver does."),
     cfg.IntOpt("max_memory_mb", default=512, min=64,
                help="Upper bound of a guest's memory whatever its flavor "
                     "says (test guests need little)."),
