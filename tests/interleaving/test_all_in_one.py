@@ -73,3 +73,26 @@ def test_interleavings_keep_the_invariants(deployment, seed, tmp_path):
     if not run.violations:
         assert findings == [], result.stdout
     assert not run.violations, run.describe_violations()
+
+
+REBUILD_SEEDS = tier.seeds([1311])
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("seed", REBUILD_SEEDS)
+def test_interleavings_with_rebuild_keep_the_invariants(deployment, seed,
+                                                        tmp_path):
+    """The same, with rebuild among the operations (it destroys and boots
+    the guest under the instance lock, racing attach, detach and delete)."""
+    run = engine.Run(deployment.api_url, deployment.volume_url, seed,
+                     _inproc_dry_run, servers=3, volumes=5, width=4,
+                     settle_timeout=30, operations=engine.WITH_REBUILD)
+    run.run(steps=STEPS)
+    code, findings, result = manage_dry_run(tmp_path)
+    print("interleaving seed %s (with rebuild): %s\n  %s" % (
+        seed, run.counts.line(), run.counts.operations_line()))
+    assert code == 0, result.stdout + result.stderr
+    assert "rebuild" in run.counts.operations_line()
+    if not run.violations:
+        assert findings == [], result.stdout
+    assert not run.violations, run.describe_violations()
