@@ -5,7 +5,7 @@ be deleted."""
 import uuid
 
 from tests.guest import conftest as guest_env
-from tests.guest.test_data_path import OFFSET, _attach, _volume
+from tests.guest.test_data_path import _attach, _volume
 
 
 def _action(api, server_id, name, value=None):
