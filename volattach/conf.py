@@ -192,6 +192,11 @@ fake_driver_opts = [
 ]
 
 conductor_opts = [
+    cfg.StrOpt("host", default=socket.gethostname(),
+               sample_default="<hostname>",
+               help="Name of this conductor: its row in the services "
+                    "table (two conductors on one machine need two "
+                    "names)."),
     cfg.IntOpt("reconcile_interval", default=300, min=0,
                help="Seconds between two passes of the conductor's attachment "
                     "reconciliation (orphan attachments, orphan block-device "

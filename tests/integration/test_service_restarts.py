@@ -190,14 +190,11 @@ def _prepare(dep):
                  # they leave nothing behind
                  "conductor": {"reconcile_interval": 0}}
     for number, name in enumerate(CONDUCTORS, 1):
-        # Two processes that share the conductors' queues.  volattach-
-        # conductor does not read a [DEFAULT] host yet (its service is named
-        # after the machine's hostname, so both heartbeat one services row);
-        # the override names them apart once it does, and is ignored until
-        # then.
-        conf = {"DEFAULT": dict(overrides["DEFAULT"],
-                                host="restarts-conductor%d" % number),
-                "conductor": overrides["conductor"]}
+        # Two processes that share the conductors' queues, each with its
+        # own services row.
+        conf = {"DEFAULT": overrides["DEFAULT"],
+                "conductor": dict(overrides["conductor"],
+                                  host="restarts-conductor%d" % number)}
         dep.add_daemon(name, "volattach-conductor", overrides=conf)
 
 
