@@ -44,6 +44,9 @@ import requests
 from tests import utils
 from tests.integration import conftest
 from tests.integration.client import ComputeClient, VolumeClient
+# "dry run (grace 0s): found N, repaired N, would repair N, ..."
+from tests.integration.test_kill_reconcile import (
+    _parse_counts as reconcile_counts)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 
@@ -448,16 +451,6 @@ def _consistent(entry):
                      and attachments == 0)))
 
 
-def _reconcile_counts(stdout):
-    # "dry run (grace 0s): found N, repaired N, would repair N, ..."
-    line = stdout.strip().splitlines()[-1]
-    counts = {}
-    for part in line.split(": ", 1)[1].split(", "):
-        key, value = part.rsplit(" ", 1)
-        counts[key] = int(value)
-    return counts
-
-
 def test_rabbitmq_and_postgresql_restart_under_load(
         restarts_deployment, capsys):
     dep, rabbit, postgres = restarts_deployment
@@ -530,7 +523,7 @@ def test_rabbitmq_and_postgresql_restart_under_load(
         and stop_status in (0, 1), (stop_seconds, stop_status)
     assert wrong == {}, wrong
     assert dry.returncode == 0, dry.stdout + dry.stderr
-    assert _reconcile_counts(dry.stdout)["found"] == 0, dry.stdout
+    assert reconcile_counts(dry.stdout)["found"] == 0, dry.stdout
     # the load was real: attaches of both forms succeeded, and so did
     # detaches
     assert any(k.startswith("attach@2.101 202") for k in operations), operations
