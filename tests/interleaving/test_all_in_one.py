@@ -81,13 +81,10 @@ REBUILD_SEEDS = tier.seeds([1311])
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("seed", REBUILD_SEEDS)
 # In one CI run (2026-11-25) this seed found, at step 12, a delete_server
-# racing a sync attach (2.100) that both succeeded and left an attached
-# attachment of the deleted server: a window of race 1 (issue 13) that is
-# still open and not yet understood.  Not strict: most runs pass; the run
-# still reports what it found.
-@pytest.mark.xfail(reason="open: delete vs sync attach can leave an "
-                          "attachment of the deleted server (issue 13)",
-                   strict=False)
+# racing a sync attach (2.100) that both succeeded and left the volume
+# attached to the deleted server: the API's own attach to a shelved-offloaded
+# server against its local delete (regression test:
+# tests/functional/test_races.py::test_attach_to_an_offloaded_server_deleted_since_the_api_read_it).
 def test_interleavings_with_rebuild_keep_the_invariants(deployment, seed,
                                                         tmp_path):
     """The same, with rebuild among the operations (it destroys and boots
