@@ -18,6 +18,9 @@ _BDM_IDS_OF_INSTANCE = select(c.BDMS.c.id).where(
     c.BDMS.c.instance_uuid == bindparam("instance_uuid_"))
 _BDM_INSERT_RETURNING = insert(c.BDMS).returning(*c.BDMS.c)
 _BDM_DELETE = delete(c.BDMS).where(c.BDMS.c.id == bindparam("bdm_id_"))
+_BDM_DELETE_IF_ATTACHMENT = _BDM_DELETE.where(
+    c.BDMS.c.attachment_id.is_not_distinct_from(bindparam("attachment_id_")))
+_BDM_EXISTS = select(c.BDMS.c.id).where(c.BDMS.c.id == bindparam("bdm_id_"))
 # The instance a new mapping is for, read in the mapping's transaction and
 # share-locked there (PostgreSQL; SQLite's writes are serial): a delete
 # marks the instance (task_state ``deleting``, then ``deleted``) with an
@@ -110,6 +113,20 @@ def bdm_create_unless_new_mappings(values, seen_ids):
 def bdm_destroy(bdm_id):
     c.database().write_single(
         lambda conn: conn.execute(_BDM_DELETE, {"bdm_id_": bdm_id}))
+
+
+def bdm_destroy_if_attachment(bdm_id, attachment_id):
+    """Delete the BDM only while it holds ``attachment_id`` (a detach that
+    deleted that attachment).  True when the record is gone, now or before;
+    False, with nothing written, when it holds another attachment since (an
+    offload swapped it for a connector-less one)."""
+    params = {"bdm_id_": bdm_id, "attachment_id_": attachment_id}
+
+    def destroy(conn):
+        if conn.execute(_BDM_DELETE_IF_ATTACHMENT, params).rowcount:
+            return True
+        return conn.execute(_BDM_EXISTS, params).first() is None
+    return c.database().write(destroy)
 
 
 def bdm_get_by_instance_uuids(instance_uuids):
