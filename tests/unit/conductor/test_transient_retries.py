@@ -203,7 +203,8 @@ def test_the_rollback_destroys_the_record_after_a_database_restart(attach):
 
 @pytest.fixture
 def detach():
-    record = types.SimpleNamespace(attachment_id="att-1", destroy=Flaky([]))
+    record = types.SimpleNamespace(attachment_id="att-1",
+                                   destroy_if_attachment=Flaky([], value=True))
     volume = mock.Mock()
     task = detach_task.DetachVolumeTask(types.SimpleNamespace(
         volume_api=volume, compute_rpcapi=mock.Mock()))
@@ -226,11 +227,11 @@ def test_detach_reads_and_cleans_up_again_after_restarts(detach):
     w.instances.get_by_uuid.side_effect = [
         _db_down(), w.instances.get_by_uuid.return_value]
     w.volume.attachment_delete.side_effect = [_cinder_down(), []]
-    w.record.destroy.errors = [_db_down()]
+    w.record.destroy_if_attachment.errors = [_db_down()]
     w.task.detach_volume(mock.sentinel.ctx, w.instance, "vol-1")
     w.task.manager.compute_rpcapi.detach_volume.assert_called_once()
     assert w.volume.attachment_delete.call_count == 2
-    assert w.record.destroy.calls == 2
+    assert w.record.destroy_if_attachment.calls == 2
     w.volume.roll_detaching.assert_not_called()
 
 
