@@ -200,31 +200,26 @@ def test_create_if_none_added(database):
         fresh.create_if_none_added([])
 
 
-def _mark_instance(instance_uuid, **values):
-    db_api.instance_update(instance_uuid, values)
-
-
-@pytest.mark.parametrize("create", ["create", "create_if_none_added"])
-def test_no_mapping_is_created_for_a_deleted_server(database, create):
-    ctx = _context()
-    instance_uuid = _instance_uuid()
+def _delete_server(instance_uuid):
     db_api.instance_destroy(instance_uuid)
-    bdm = _bdm(ctx, instance_uuid)
-    with pytest.raises(exception.InstanceNotFound):
-        if create == "create":
-            bdm.create()
-        else:
-            bdm.create_if_none_added([])
-    assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
 
 
+def _start_deleting_server(instance_uuid):
+    db_api.instance_update(instance_uuid, {"task_state": "deleting"})
+
+
+@pytest.mark.parametrize("server, refusal", [
+    (_delete_server, exception.InstanceNotFound),
+    (_start_deleting_server, exception.InstanceInvalidState),
+], ids=["deleted", "deleting"])
 @pytest.mark.parametrize("create", ["create", "create_if_none_added"])
-def test_no_mapping_is_created_for_a_server_being_deleted(database, create):
+def test_no_mapping_is_created_for_a_server_gone_or_going(database, create,
+                                                          server, refusal):
     ctx = _context()
     instance_uuid = _instance_uuid()
-    _mark_instance(instance_uuid, task_state="deleting")
+    server(instance_uuid)
     bdm = _bdm(ctx, instance_uuid)
-    with pytest.raises(exception.InstanceInvalidState):
+    with pytest.raises(refusal):
         if create == "create":
             bdm.create()
         else:
