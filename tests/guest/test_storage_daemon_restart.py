@@ -6,7 +6,7 @@ disk works again, with its data, without a new attach.
 
 What libvirt 9.0 (Debian 12's) cannot do yet: set the NBD client's
 ``reconnect-delay`` (the driver writes ``<reconnect delay=.../>``, which
-libvirt reads from 9.2 on).  Without it QEMU does not hold the guest's
+upstream libvirt added in 2023, after 9.0).  Without it QEMU does not hold the guest's
 requests while the server is away: a request sent during the outage fails
 with an I/O error in the guest, and the ones after the reconnect work (QEMU
 7.2's client connects again in the background either way; see the README's
