@@ -7,6 +7,10 @@ from volattach import exception
 
 LOG = logging.getLogger(__name__)
 
+# How many times a record may change under its release (an attach saves
+# its attachment once, an offload swaps it once; more is a fault).
+RELEASE_TRIES = 5
+
 
 class DeleteTask(base.TaskBase):
     """The delete of a server on a host (the API deletes a server on no
@@ -38,26 +42,69 @@ def release_instance_volumes(context, volume_api, bdms):
     """Delete every attachment of the BDMs (volumes on delete_on_termination)
     and destroy the BDMs.  Shared by the conductor and the API's local delete.
     Each step waits out a restart of the database or the volume service
-    (``base.retry_transient``: deletes and destroys are idempotent)."""
+    (``base.retry_transient``: deletes and destroys are idempotent).  A
+    record whose attachment could not be deleted is destroyed anyway (the
+    server goes; the reconcile pass finds the attachment)."""
     for bdm in bdms:
-        if bdm.is_volume and bdm.attachment_id:
-            try:
-                base.retry_transient(volume_api.attachment_delete, context,
-                                     bdm.attachment_id)
-            except exception.VolumeAttachmentNotFound:
-                pass
-            except Exception:
-                LOG.exception("could not delete attachment %s", bdm.attachment_id)
-        if bdm.is_volume and bdm.delete_on_termination and bdm.volume_id:
+        if not bdm.is_volume:
+            _destroy(bdm)
+            continue
+        try:
+            release_volume_record(context, volume_api, bdm)
+        except Exception:
+            LOG.exception("could not release the attachment of volume %s",
+                          bdm.volume_id)
+            _destroy(bdm)
+        if bdm.delete_on_termination and bdm.volume_id:
             try:
                 base.retry_transient(volume_api.delete_volume, context,
                                      bdm.volume_id)
             except Exception:
                 LOG.exception("could not delete volume %s", bdm.volume_id)
+
+
+def _destroy(bdm):
+    try:
+        base.retry_transient(bdm.destroy)
+    except Exception:
+        LOG.exception("could not destroy BDM %s", bdm.uuid)
+
+
+def release_volume_record(context, volume_api, bdm):
+    """Delete the attachment a volume's record holds, then the record,
+    unless it holds another attachment by then; that one is deleted too
+    and the record destroyed with it (``destroy_if_attachment``: a
+    compare-and-swap, nothing can change the record in between).
+
+    ``bdm`` may be older than the record: an attach saves its attachment
+    into the record after a delete read it, an offload swaps it for a
+    connector-less one after a detach read it.  Destroying the record as
+    read would leave that attachment on a volume no record points at."""
+    deleted = set()
+    holding = bdm.attachment_id
+    for _ in range(RELEASE_TRIES):
+        if holding and holding not in deleted:
+            try:
+                base.retry_transient(volume_api.attachment_delete, context,
+                                     holding)
+            except exception.VolumeAttachmentNotFound:
+                pass
+            deleted.add(holding)
+        if base.retry_transient(bdm.destroy_if_attachment, holding):
+            return
         try:
-            base.retry_transient(bdm.destroy)
-        except Exception:
-            LOG.exception("could not destroy BDM %s", bdm.uuid)
+            current = base.retry_transient(
+                objects.BlockDeviceMapping.get_by_volume_and_instance,
+                context, bdm.volume_id, bdm.instance_uuid)
+        except exception.VolumeBDMNotFound:
+            return
+        LOG.info("the record of volume %s on %s holds attachment %s now; "
+                 "deleting that one too", bdm.volume_id, bdm.instance_uuid,
+                 current.attachment_id)
+        holding = current.attachment_id
+    raise exception.VolattachException(
+        "the record of volume %s kept changing during its release"
+        % bdm.volume_id)
 
 
 def created_since(context, instance, bdms):

@@ -3,6 +3,7 @@ import logging
 
 from volattach import objects
 from volattach.conductor.tasks import base
+from volattach.conductor.tasks import delete as delete_task
 from volattach.objects.notification import notify_volume
 from volattach import exception
 
@@ -10,9 +11,6 @@ LOG = logging.getLogger(__name__)
 
 # task states of workflows that replace the server's attachments
 MOVING_TASK_STATES = ("migrating", "shelving", "shelving_offloading")
-# How many times the record may change under the detach's release (an
-# offload swaps a record's attachment once; more is a fault to report).
-RELEASE_TRIES = 5
 
 
 class DetachVolumeTask(base.TaskBase):
@@ -62,7 +60,9 @@ class DetachVolumeTask(base.TaskBase):
                           [bdm], error=error)
             return
         try:
-            self._release(context, instance, volume_id, bdm)
+            # an offload may swap the record's attachment meanwhile: the
+            # release deletes whichever it holds before the record goes
+            delete_task.release_volume_record(context, self.volume_api, bdm)
         except Exception as error:
             LOG.exception("detach of volume %s: cleanup failed", volume_id)
             event.failure(error)
@@ -71,35 +71,3 @@ class DetachVolumeTask(base.TaskBase):
             return
         event.success()
         notify_volume(context, "volume_detach", "end", instance, volume_id, [bdm])
-
-    def _release(self, context, instance, volume_id, bdm):
-        """Delete the attachment the record holds, then the record, unless
-        it holds another attachment by then: an offload that started once
-        the detach had passed its check swaps the record's attachment for a
-        connector-less one, then deletes the old one.  That one is deleted
-        too and the record destroyed with it (compare-and-swap: no offload
-        can swap in between)."""
-        deleted = set()
-        holding = bdm.attachment_id
-        for _ in range(RELEASE_TRIES):
-            if holding and holding not in deleted:
-                try:
-                    base.retry_transient(self.volume_api.attachment_delete,
-                                         context, holding)
-                except exception.VolumeAttachmentNotFound:
-                    pass
-                deleted.add(holding)
-            if base.retry_transient(bdm.destroy_if_attachment, holding):
-                return
-            try:
-                current = base.retry_transient(
-                    objects.BlockDeviceMapping.get_by_volume_and_instance,
-                    context, volume_id, instance.uuid)
-            except exception.VolumeBDMNotFound:
-                return
-            LOG.info("detach of volume %s from %s: its attachment became %s "
-                     "meanwhile; deleting that one too", volume_id,
-                     instance.uuid, current.attachment_id)
-            holding = current.attachment_id
-        raise exception.VolattachException(
-            "the record of volume %s kept changing during its detach" % volume_id)

@@ -1,6 +1,9 @@
-"""Offload racing a detach (found by the interleaving tier, seed 1303): the
-offload swaps each record's attachment for a connector-less one while a
-detach that was already under way takes the record.  Unit test of the two
+"""A record released from a stale read: an offload racing a detach (found
+by the interleaving tier, seed 1303: the offload swaps each record's
+attachment for a connector-less one while a detach that was already under
+way takes the record), and an attach racing a delete that does not mark
+the server ``deleting`` (the API's local delete; soak seed 2114: the attach
+saves its attachment into a record the delete had read without one).  Unit test of the two
 conductor tasks with test doubles for the compute RPC client and the volume
 API; the detach's records are real (SQLite), the offload's are doubles."""
 import types
@@ -12,6 +15,7 @@ import pytest
 import volattach  # noqa: F401
 from volattach import exception
 from volattach import objects
+from volattach.conductor.tasks import delete as delete_task
 from volattach.conductor.tasks import detach as detach_task
 from volattach.conductor.tasks import shelve as shelve_task
 from volattach import context as volattach_context
@@ -164,3 +168,18 @@ def test_detach_refuses_while_a_workflow_moves_the_attachments(instance, state):
     volume.attachment_delete.assert_not_called()
     volume.roll_detaching.assert_called_once_with(mock.sentinel.ctx, "vol-1")
     events.return_value.failure.assert_called_once()
+
+
+def test_a_delete_releases_the_attachment_saved_after_its_read(database):
+    """The delete read the record before the attach saved its attachment
+    into it: the delete's release deletes that attachment, and the record
+    goes (it used to destroy the record only, leaving the attachment)."""
+    ctx, instance_uuid, record = _stored_record(None)
+    read_by_delete = objects.BlockDeviceMappingList.get_by_instance_uuid(
+        ctx, instance_uuid)
+    record.attachment_id = "att-of-the-attach"     # the attach's save
+    record.save()
+    volume = OffloadingVolumeAPI(record, at=None)
+    delete_task.release_instance_volumes(ctx, volume, read_by_delete)
+    assert volume.deleted == ["att-of-the-attach"]
+    assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
