@@ -21,6 +21,7 @@ from the result instead of refused.
 """
 import base64
 import binascii
+import functools
 import ipaddress
 import re
 import unicodedata
@@ -155,8 +156,25 @@ def _maximum(validator, maximum, instance, schema):
     yield from _BASE.VALIDATORS["maximum"](validator, maximum, number, schema)
 
 
+@functools.lru_cache(maxsize=None)
+def _anchored(pattern):
+    """``pattern`` compiled so that a final ``$`` means the end of the
+    string: Python's ``$`` also matches before a final newline, which let
+    a lone newline through ``^[0-9]*$`` (such a limit answered 500)."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + "\\Z"
+    return re.compile(pattern)
+
+
+def _pattern(validator, pattern, instance, schema):
+    if validator.is_type(instance, "string") and not _anchored(
+            pattern).search(instance):
+        yield jsonschema.ValidationError(
+            "%r does not match %r" % (instance, pattern))
+
+
 _Validator = jsonschema.validators.extend(
-    _BASE, {"minimum": _minimum, "maximum": _maximum})
+    _BASE, {"minimum": _minimum, "maximum": _maximum, "pattern": _pattern})
 
 _validators = shared_validation.ValidatorCache(
     lambda schema: _Validator(schema, format_checker=FORMAT_CHECKER))

@@ -255,10 +255,21 @@ class ComputeManager:
     def rebuild_instance(self, context, instance, bdms, power_on):
         """Destroy the guest and spawn it again from its (new) image with
         the same volume connections: this host's connections and the
-        attachments do not change.  ``power_on`` False leaves it stopped."""
+        attachments do not change.  ``power_on`` False leaves it stopped.
+
+        The new guest gets exactly the volumes the old one had plugged in
+        (read under the instance lock, which attach and detach take for
+        their host-local steps), with their records read again here: an
+        attach whose plug has not run yet plugs into the new guest
+        afterwards, a detach that already unplugged is not undone."""
         with locks.lock(instance.uuid):
+            plugged = self.driver.volume_device_names(instance)
+            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+                context, instance.uuid)
             self.driver.destroy(instance)
-            self.driver.spawn(instance, self._block_device_info(bdms))
+            self.driver.spawn(instance, [
+                d for d in self._block_device_info(bdms)
+                if d["device_name"] in plugged])
             if not power_on:
                 self.driver.power_off(instance)
 

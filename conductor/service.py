@@ -1,8 +1,6 @@
 """The conductor daemon's service: the object-proxy server on the
 ``conductor`` topic, the workflows' server on the task topic, and two
 periodic threads, attachment reconciliation and the shelved offloader."""
-import socket
-
 from volattach.conductor import manager
 from volattach.conductor import reconcile
 from volattach.conductor import rpcapi
@@ -17,7 +15,7 @@ class ConductorService(service.Service):
 
     def __init__(self, host=None, volume_api=None):
         super().__init__(
-            binary="volattach-conductor", host=host or socket.gethostname(),
+            binary="volattach-conductor", host=host or CONF.conductor.host,
             topic=rpcapi.TOPIC, endpoints=[manager.ConductorManager()],
             rpc_version=rpcapi.ComputeTaskAPI.VERSION)
         self.task_manager = manager.ComputeTaskManager(volume_api=volume_api)

@@ -23,7 +23,9 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
     #              without one, None for local disks)
     # Version 1.2: create_if_none_added() (compute RPC 1.4's
     #              reserve_block_device_name); same fields as 1.1
-    VERSION = "1.2"
+    # Version 1.3: destroy_if_attachment() (the conductor's detach); same
+    #              fields as 1.1
+    VERSION = "1.3"
 
     fields = dict(base.VolattachPersistentObject.fields, **{
         "id": fields.IntegerField(),
@@ -119,6 +121,14 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
         from volattach.db import api as db_api
         db_api.bdm_destroy(self.id)
 
+    @base.remotable
+    def destroy_if_attachment(self, attachment_id):
+        """Destroy this mapping only while it holds ``attachment_id``: True
+        when it is gone (now or before), False when it holds another
+        attachment (see ``db.api.bdm_destroy_if_attachment``)."""
+        from volattach.db import api as db_api
+        return db_api.bdm_destroy_if_attachment(self.id, attachment_id)
+
     def _refresh(self, row):
         base.fill(self, row)
         if self.attach_mode is None and self.destination_type == "volume":
@@ -132,7 +142,8 @@ class BlockDeviceMappingList(base.ObjectListBase, base.VolattachObject):
     # Version 1.0: Initial version
     # Version 1.1: BlockDeviceMapping 1.1
     # Version 1.2: BlockDeviceMapping 1.2
-    VERSION = "1.2"
+    # Version 1.3: BlockDeviceMapping 1.3
+    VERSION = "1.3"
 
     fields = {"objects": fields.ListOfObjectsField("BlockDeviceMapping")}
 

@@ -5,17 +5,78 @@ for contexts and versioned objects, and helpers to build clients and servers.
 it from ``api.wsgi``).  Servers use oslo.messaging's default threading
 executor; eventlet is never used.  Domain exceptions raised by a remote
 endpoint come back to the caller as the same classes (``allowed_remote_exmods``).
+
+A broker restart, as its clients see it (``get_client``): the broker loses
+its queues (they are not durable) and each RPC server declares its own again
+only once it has reconnected.  A message published meanwhile is routed to no
+queue; the broker would drop it without a word, leaving a call to time out
+after ``rpc_response_timeout`` and a cast lost.  So every call and cast is
+published with the mandatory flag (``TransportOptions(at_least_once=True)``):
+such a message comes back at once as ``MessageUndeliverable`` (nothing was
+delivered: sending it again is safe), and it is sent again (tenacity,
+backoff) for as long as the call may wait (its timeout, else
+``rpc_response_timeout``).  Then a call raises ``RPCTimeout`` and a cast
+``RPCUndeliverable``; a call that sent its message but got no answer in time
+raises ``RPCTimeout`` too.  Both are ``exception.ServiceUnavailable`` (503 at
+the HTTP edges) and still oslo.messaging's ``MessagingTimeout`` and
+``MessageDeliveryFailure`` for the code that catches those.
+
+Reconnecting: oslo.messaging's rabbit driver backs off between attempts
+up to ``[oslo_messaging_rabbit] rabbit_interval_max`` (30 s by default), so
+after a broker restart of a dozen seconds a publisher could wait several
+seconds more before it tried again, holding a workflow (and a graceful
+stop, cut at ``graceful_shutdown_timeout``) meanwhile.  ``init`` makes the
+default ``RABBIT_INTERVAL_MAX`` (2 s: one cheap connect attempt); a value
+set in the config file still wins.
+
+A server that is stopping (``Service.stop``: the listener is stopped, then
+the connection closed) is still a consumer of its queues until the
+connection closes, and oslo.messaging's rabbit listener acknowledges a
+request as it arrives: one delivered in that window (a cast held back by a
+publisher that was reconnecting, say) was acknowledged and then dropped, a
+detach left ``detaching``.  ``init`` makes that listener give such a request
+back to the broker (requeue), which hands it to another server of the
+topic (``_requeue_after_stop``).
 """
+import logging
 import threading
 
 import oslo_messaging as messaging
+import tenacity
 
 import volattach  # noqa: F401  (warning filters before oslo.messaging loads)
 from volattach.objects import base as objects_base
 from volattach import conf as volattach_conf
 from volattach import context as volattach_context
+from volattach import exception
 
-ALLOWED_EXMODS = ["volattach.exception"]
+LOG = logging.getLogger(__name__)
+
+# volattach.rpc: RPCTimeout and RPCUndeliverable of a remote caller (a
+# workflow that called a compute) come back as themselves
+ALLOWED_EXMODS = ["volattach.exception", __name__]
+# Default of [oslo_messaging_rabbit] rabbit_interval_max (seconds).
+RABBIT_INTERVAL_MAX = 2
+# Backoff between two sends of a message that no queue took.
+UNDELIVERABLE_WAIT_START = 0.1
+UNDELIVERABLE_WAIT_MAX = 2.0
+
+
+class RPCTimeout(exception.ServiceUnavailable, messaging.MessagingTimeout):
+    """No answer to a call in time (its message may have been lost with a
+    broker restart, or the server is slow): a MessagingTimeout that the
+    HTTP edges answer with 503."""
+
+    msg_fmt = "No reply from %(topic)s to %(method)s in time; retry later."
+
+
+class RPCUndeliverable(exception.ServiceUnavailable,
+                       messaging.MessageDeliveryFailure):
+    """No queue of the target took a cast (no server of it has declared its
+    queue since the broker started) for as long as it was tried."""
+
+    msg_fmt = ("No server of %(topic)s took %(method)s (the message bus may "
+               "be restarting); retry later.")
 
 _lock = threading.Lock()
 TRANSPORT = None
@@ -56,6 +117,8 @@ def init(conf, url=None):
             return TRANSPORT
         messaging.set_transport_defaults(control_exchange="volattach")
         url = url or _configured_url(conf) or volattach_conf.DEFAULT_TRANSPORT_URL
+        _requeue_after_stop()
+        _rabbit_defaults(conf)
         TRANSPORT = _transport(conf, url, notification=False)
         NOTIFICATION_TRANSPORT = _transport(conf, url, notification=True)
         # [oslo_messaging_notifications] driver decides (none by default;
@@ -79,6 +142,50 @@ def _transport(conf, url, notification):
             raise
         return inproc.make_transport(conf, url, notification=notification,
                                      allowed_remote_exmods=ALLOWED_EXMODS)
+
+
+def _rabbit_defaults(conf):
+    """``rabbit_interval_max`` defaults to RABBIT_INTERVAL_MAX (module
+    doc); the file's value, if any, is kept."""
+    try:
+        from oslo_messaging._drivers import impl_rabbit
+    except ImportError:       # pragma: no cover - no rabbit driver
+        return
+    conf.register_opts(impl_rabbit.rabbit_opts, group="oslo_messaging_rabbit")
+    conf.set_default("rabbit_interval_max", RABBIT_INTERVAL_MAX,
+                     group="oslo_messaging_rabbit")
+
+
+def _requeue_after_stop():
+    """Make oslo.messaging's AMQP RPC listener requeue, instead of
+    acknowledging and dropping, a request delivered once it was stopped
+    (see the module doc).  Idempotent; a listener class without the
+    attributes relied on (another oslo.messaging) is left alone."""
+    try:
+        from oslo_messaging._drivers import amqpdriver
+    except ImportError:       # pragma: no cover - a driver-less install
+        return
+    listener_cls = getattr(amqpdriver, "RpcAMQPListener", None)
+    if listener_cls is None or getattr(listener_cls, "_volattach_requeues",
+                                       False):
+        return
+    deliver = listener_cls.__call__
+
+    def __call__(self, message):
+        shutdown = getattr(self, "_shutdown", None)
+        if shutdown is not None and shutdown.is_set():
+            LOG.info("RPC listener stopped: giving a request back to the "
+                     "broker for another server")
+            try:
+                message.requeue()
+            except Exception as error:      # the connection is closing
+                LOG.warning("could not requeue a request delivered after "
+                            "the listener stopped: %s", error)
+            return
+        return deliver(self, message)
+
+    listener_cls.__call__ = __call__
+    listener_cls._volattach_requeues = True
 
 
 def _configured_url(conf):
@@ -113,11 +220,80 @@ def cleanup():
 
 
 def get_client(target, version_cap=None, timeout=None):
+    """An RPC client of ``target`` whose calls and casts are published with
+    the mandatory flag and sent again while no queue takes them (see the
+    module doc); ``prepare`` gives another one."""
     if TRANSPORT is None:
         raise RuntimeError("rpc.init() was not called in this process")
-    return messaging.get_rpc_client(TRANSPORT, target, version_cap=version_cap,
-                                    serializer=RequestContextSerializer(),
-                                    timeout=timeout)
+    return Client(messaging.get_rpc_client(
+        TRANSPORT, target, version_cap=version_cap,
+        serializer=RequestContextSerializer(), timeout=timeout,
+        transport_options=messaging.TransportOptions(at_least_once=True)))
+
+
+class Client:
+    """Wraps an oslo.messaging RPC client (or a prepared call context):
+    ``call`` and ``cast`` as described in the module doc, everything else
+    (``can_send_version``, ``target``, ``timeout``...) as the wrapped one."""
+
+    def __init__(self, wrapped):
+        self._wrapped = wrapped
+
+    def __getattr__(self, name):
+        return getattr(self._wrapped, name)
+
+    def prepare(self, **kwargs):
+        return Client(self._wrapped.prepare(**kwargs))
+
+    def _patience(self):
+        timeout = self._wrapped.timeout
+        if timeout is None:
+            timeout = self._wrapped.conf.rpc_response_timeout
+        return timeout
+
+    def call(self, ctxt, method, **kwargs):
+        names = {"topic": self._wrapped.target.topic, "method": method}
+        try:
+            return send_while_undeliverable(
+                lambda: self._wrapped.call(ctxt, method, **kwargs),
+                self._patience(), names)
+        except messaging.MessageUndeliverable as error:
+            raise RPCTimeout(**names) from error
+        except messaging.MessagingTimeout as error:
+            if isinstance(error, RPCTimeout):
+                raise
+            raise RPCTimeout(**names) from error
+
+    def cast(self, ctxt, method, **kwargs):
+        names = {"topic": self._wrapped.target.topic, "method": method}
+        try:
+            return send_while_undeliverable(
+                lambda: self._wrapped.cast(ctxt, method, **kwargs),
+                self._patience(), names)
+        except messaging.MessageUndeliverable as error:
+            raise RPCUndeliverable(**names) from error
+
+
+def send_while_undeliverable(send, seconds, names=None):
+    """``send()``, again (backoff) while it raises MessageUndeliverable, for
+    up to ``seconds``; the last MessageUndeliverable is raised after."""
+    try:
+        return send()
+    except messaging.MessageUndeliverable:
+        pass        # the common path above builds no Retrying
+
+    def _log(retry_state):
+        LOG.warning("no queue took %s to %s (the broker may have restarted "
+                    "and its servers not declared their queues again yet); "
+                    "sending it again", (names or {}).get("method"),
+                    (names or {}).get("topic"))
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(messaging.MessageUndeliverable),
+        stop=tenacity.stop_after_delay(seconds),
+        wait=tenacity.wait_exponential(multiplier=UNDELIVERABLE_WAIT_START,
+                                       max=UNDELIVERABLE_WAIT_MAX),
+        before_sleep=_log, reraise=True)
+    return retrying(send)
 
 
 def get_server(target, endpoints):

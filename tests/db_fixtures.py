@@ -156,3 +156,17 @@ class TcpProxy:
             except OSError:
                 pass
             s.close()
+
+
+def instance_row(**values):
+    """Create an instance row (in the configured compute database) that a
+    test's mappings can belong to; returns its uuid."""
+    import json
+    from volattach.db import api as db_api
+    row = {"uuid": str(uuid.uuid4()), "project_id": "demo", "user_id": "alice",
+           "vm_state": "active", "power_state": 1, "locked": False,
+           "launch_index": 0, "deleted": 0,
+           "flavor": json.dumps({"flavorid": "1"})}
+    row.update(values)
+    db_api.instance_create(row)
+    return row["uuid"]

@@ -11,6 +11,15 @@
 #   VOLATTACH_RABBIT_PORT     AMQP port (default 5672)
 #   VOLATTACH_RABBIT_NODE     Erlang node name (default rabbit@localhost)
 #   VOLATTACH_RABBIT_TIMEOUT  seconds to wait for the broker (default 120)
+#   VOLATTACH_RABBIT_DIST_PORT  Erlang distribution port (default RabbitMQ's:
+#                             the AMQP port + 20000)
+#   VOLATTACH_RABBIT_STATE_DIR  a node of its own, beside the system's: its
+#                             mnesia, logs and pid file (<dir>/rabbit.pid)
+#                             under this directory (handed to the rabbitmq
+#                             user), with empty config and enabled-plugins
+#                             files of its own (so no management listener);
+#                             default: the system's /var/lib/rabbitmq,
+#                             /var/log/rabbitmq and /etc/rabbitmq
 #
 # Needs root (or the rabbitmq user) to start the broker: Debian's wrappers
 # run it as the rabbitmq user.  Stop it with
@@ -57,6 +66,20 @@ export RABBITMQ_NODE_PORT="$PORT"
 export ERL_EPMD_ADDRESS=127.0.0.1
 export RABBITMQ_NODENAME="$NODE"
 export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+if [ -n "${VOLATTACH_RABBIT_DIST_PORT:-}" ]; then
+    export RABBITMQ_DIST_PORT="$VOLATTACH_RABBIT_DIST_PORT"
+fi
+LOG_DIR=/var/log/rabbitmq
+STATE=${VOLATTACH_RABBIT_STATE_DIR:-}
+if [ -n "$STATE" ]; then
+    LOG_DIR="$STATE/log"
+    export RABBITMQ_MNESIA_BASE="$STATE/mnesia"
+    export RABBITMQ_LOG_BASE="$LOG_DIR"
+    export RABBITMQ_PID_FILE="$STATE/rabbit.pid"
+    export RABBITMQ_CONFIG_FILE="$STATE/rabbitmq.conf"
+    export RABBITMQ_ADVANCED_CONFIG_FILE="$STATE/advanced.config"
+    export RABBITMQ_ENABLED_PLUGINS_FILE="$STATE/enabled_plugins"
+fi
 
 if port_open; then
     if command -v rabbitmqctl >/dev/null && node_ready; then
@@ -79,6 +102,15 @@ if [ "$(id -u)" != 0 ] && [ "$(id -un)" != rabbitmq ]; then
     die "no broker on 127.0.0.1:${PORT} and only root or the rabbitmq user can start one (sudo $0)"
 fi
 
+if [ -n "$STATE" ]; then
+    mkdir -p "$RABBITMQ_MNESIA_BASE" "$LOG_DIR"
+    [ -e "$RABBITMQ_CONFIG_FILE" ] || : > "$RABBITMQ_CONFIG_FILE"
+    [ -e "$RABBITMQ_ENABLED_PLUGINS_FILE" ] || echo "[]." > "$RABBITMQ_ENABLED_PLUGINS_FILE"
+    if [ "$(id -u)" = 0 ] && id rabbitmq >/dev/null 2>&1; then
+        chown -R rabbitmq "$STATE"
+    fi
+fi
+
 log "starting RabbitMQ node $NODE on 127.0.0.1:${PORT}"
 rabbitmq-server -detached >&2 || log "rabbitmq-server -detached exited $? (checking whether the node came up anyway)"
 
@@ -88,7 +120,7 @@ deadline=$((SECONDS + TIMEOUT))
 until node_ready && port_open; do
     if [ "$SECONDS" -ge "$deadline" ]; then
         for f in /var/log/rabbitmq/startup_err /var/log/rabbitmq/startup_log \
-                 "/var/log/rabbitmq/${NODE}.log"; do
+                 "$LOG_DIR/${NODE}.log"; do
             [ -s "$f" ] && { log "--- tail of $f"; tail -n 30 "$f" >&2; }
         done
         die "RabbitMQ did not come up within ${TIMEOUT}s"

@@ -192,6 +192,11 @@ fake_driver_opts = [
 ]
 
 conductor_opts = [
+    cfg.StrOpt("host", default=socket.gethostname(),
+               sample_default="<hostname>",
+               help="Name of this conductor: its row in the services "
+                    "table (two conductors on one machine need two "
+                    "names)."),
     cfg.IntOpt("reconcile_interval", default=300, min=0,
                help="Seconds between two passes of the conductor's attachment "
                     "reconciliation (orphan attachments, orphan block-device "
@@ -258,13 +263,16 @@ volume_opts = [
                help="Host name of the volume service: its row in GET "
                     "/os-services is <host>@<backend_name>, and volumes "
                     "show <host>@<backend_name>#<backend_name>."),
-    cfg.StrOpt("compute_endpoint", default="http://127.0.0.1:8774/v2.1",
+    cfg.StrOpt("compute_endpoint",
                help="The compute API the volume service asks to swap an "
                     "attached volume during a retype or migration (Nova's "
                     "PUT /servers/{id}/os-volume_attachments/{volume}). "
-                    "It authenticates with the [cinder] service "
-                    "credentials when [volume] auth_strategy is keystone, "
-                    "else with a noauth admin token."),
+                    "Unset: http://<[api] listen>:<[api] port>/v2.1 (the "
+                    "compute API of volattach-all's own process; loopback "
+                    "for a wildcard listen). It authenticates with the "
+                    "[cinder] service credentials when [volume] "
+                    "auth_strategy is keystone, else with a noauth admin "
+                    "token."),
 ]
 
 libvirt_opts = [
@@ -281,6 +289,10 @@ libvirt_opts = [
     cfg.StrOpt("instances_path", default="$state_path/instances",
                help="Per-guest files: console log and socket, config "
                     "drive."),
+    cfg.IntOpt("wait_soft_reboot_seconds", default=120, min=0,
+               help="Seconds a soft reboot waits for the guest to shut "
+                    "down when asked (ACPI) before it reboots it hard, as "
+                    "Nova's libvirt driver does."),
     cfg.IntOpt("max_memory_mb", default=512, min=64,
                help="Upper bound of a guest's memory whatever its flavor "
                     "says (test guests need little)."),

@@ -422,8 +422,8 @@ class VolumeAPI:
             body={"attachment": attachment},
             not_found=lambda: exception.VolumeNotFound(volume_id=volume_id),
             retry_busy_multiattach=True,
-            applied=lambda: self._created_attachment(ctx, volume_id,
-                                                     instance_uuid))
+            applied=lambda: self.find_attachment(ctx, volume_id,
+                                                 instance_uuid))
         if isinstance(result, dict):
             return result
         created = result.json()["attachment"]
@@ -432,10 +432,10 @@ class VolumeAPI:
             return self.attachment_get(ctx, created["id"])
         return created
 
-    def _created_attachment(self, ctx, volume_id, instance_uuid):
-        """After a create that may have been applied without an answer:
-        the attachment of this server and volume, if the volume service
-        has one (its full view), else None."""
+    def find_attachment(self, ctx, volume_id, instance_uuid):
+        """The attachment of this server and volume, if the volume service
+        has one (its full view), else None: asked after a create that may
+        have been applied without an answer, before sending it again."""
         for found in self.attachment_list(ctx, volume_id=volume_id,
                                           instance_id=instance_uuid):
             if (found.get("volume_id") == volume_id

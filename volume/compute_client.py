@@ -18,6 +18,19 @@ from volattach import exception
 NOAUTH_TOKEN = "cinder:service:admin,service"
 
 
+def compute_endpoint(conf):
+    """``[volume] compute_endpoint``, or the compute API of this
+    configuration's ``[api]`` (volattach-all's own)."""
+    if conf.volume.compute_endpoint:
+        return conf.volume.compute_endpoint
+    host = conf.api.listen
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    if ":" in host:
+        host = "[%s]" % host
+    return "http://%s:%s/v2.1" % (host, conf.api.port)
+
+
 class ComputeClient:
     def __init__(self, conf):
         self.conf = conf
@@ -26,7 +39,7 @@ class ComputeClient:
     @property
     def session(self):
         if self._session is None:
-            endpoint = self.conf.volume.compute_endpoint
+            endpoint = compute_endpoint(self.conf)
             if self.conf.volume.auth_strategy == "keystone":
                 auth = ks_loading.load_auth_from_conf_options(self.conf,
                                                               "cinder")
@@ -39,7 +52,7 @@ class ComputeClient:
         """Ask the compute API to move the server from the old volume to
         the new one; InvalidVolume when it refuses or cannot be reached."""
         url = "%s/servers/%s/os-volume_attachments/%s" % (
-            self.conf.volume.compute_endpoint.rstrip("/"), server_id,
+            compute_endpoint(self.conf).rstrip("/"), server_id,
             old_volume_id)
         try:
             resp = self.session.put(
@@ -49,7 +62,7 @@ class ComputeClient:
         except ks_exc.ClientException as exc:
             raise exception.InvalidVolume(
                 reason="the compute API at %s could not be reached: %s"
-                % (self.conf.volume.compute_endpoint, exc))
+                % (compute_endpoint(self.conf), exc))
         if resp.status_code != 202:
             raise exception.InvalidVolume(
                 reason="the compute API refused to swap volume %s of "

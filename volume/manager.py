@@ -79,9 +79,17 @@ class VolumeManager:
         """Let a backend with exports rebuild them from the connected
         attachments (the file backend: after a restart)."""
         restore = getattr(self.backend, "restore", None)
-        if restore is not None:
-            restore([a for a in self.db.read(db.attachment_list)
-                     if a["attach_status"] in states.CONNECTED])
+        if restore is None:
+            return
+
+        def connected(conn):
+            rows = []
+            for a in db.attachment_list(conn):
+                if a["attach_status"] in states.CONNECTED:
+                    vol = db.volume_get(conn, a["volume_id"])
+                    rows.append(dict(a, name_id=vol.get("name_id")))
+            return rows
+        restore(self.db.read(connected))
 
     @property
     def backend_host(self):
@@ -268,12 +276,11 @@ class VolumeManager:
 
     def volume_delete(self, ctx, volume_id):
         def delete(conn):
+            vol = db.volume_get(conn, volume_id, _scope(ctx))  # 404 if missing
             if db.volume_delete(conn, volume_id, _scope(ctx)):
-                return
-            db.volume_get(conn, volume_id, _scope(ctx))  # 404 if missing
+                return vol
             raise exception.InvalidVolume(reason=states.DELETE_REFUSED)
-        self.db.write(delete)
-        self.backend.delete_volume({"id": volume_id})
+        self.backend.delete_volume(self.db.write(delete))
 
     def volume_set_readonly(self, ctx, volume_id, readonly):
         def update(conn):

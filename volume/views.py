@@ -115,7 +115,7 @@ def volume_detail(vol, prefix, version, is_admin, admin_attributes=True,
     if is_admin and admin_attributes:
         view["os-vol-tenant-attr:tenant_id"] = vol["project_id"]
         view["os-vol-mig-status-attr:migstat"] = vol["migration_status"]
-        view["os-vol-mig-status-attr:name_id"] = None
+        view["os-vol-mig-status-attr:name_id"] = vol.get("name_id")
         view["os-vol-host-attr:host"] = vol["host"]
     return view
 

@@ -55,7 +55,16 @@ def _scope(ctx):
 class VolumeMigration:
     def __init__(self, manager, compute):
         self.db = manager.db
+        self.manager = manager
         self.compute = compute
+
+    def _delete_data(self, volume):
+        """Remove a volume's data from the backend (a target row that
+        goes, or the data a completed migration left behind)."""
+        try:
+            self.manager.backend.delete_volume(volume)
+        except Exception:
+            LOG.exception("could not delete the data of volume %s", volume["id"])
 
     # -- entry points -------------------------------------------------------
 
@@ -124,8 +133,12 @@ class VolumeMigration:
             else:
                 db.volume_finish_migration(conn, volume_id, new_volume_id)
             db.volume_sync_status(conn, volume_id)
-            return volume_id
-        return self.db.write(complete)
+            # the data no volume names any more: the target's after a
+            # failure, the source's old data after a success
+            return target if error else source
+        unused = self.db.write(complete)
+        self._delete_data(unused)
+        return volume_id
 
     # -- the swap loop ------------------------------------------------------
 
@@ -167,7 +180,10 @@ class VolumeMigration:
         return thread
 
     def _ask_swap(self, server_id, source_id, target_id):
+        target = self.db.read(lambda conn: db.volume_get(conn, target_id))
         try:
+            # the target's data, which the compute's swap copies onto
+            self.manager.backend.create_volume(target)
             self.compute.swap_volume(server_id, source_id, target_id)
         except Exception as exc:
             LOG.warning("Migration of volume %s to %s failed: %s",
@@ -178,3 +194,4 @@ class VolumeMigration:
                 db.volume_update(conn, source_id,
                                  {"migration_status": "error"})
             self.db.write(undo)
+            self._delete_data(target)

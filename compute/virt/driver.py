@@ -33,6 +33,11 @@ class ComputeDriver(abc.ABC):
         """Stop and remove the guest (idempotent)."""
 
     @abc.abstractmethod
+    def volume_device_names(self, instance):
+        """The device names (``/dev/vdb``...) of the volumes plugged into
+        the guest now (a rebuild plugs exactly these into the new one)."""
+
+    @abc.abstractmethod
     def connect_volume(self, connection_info, instance):
         """Make the volume's device appear on this host, connecting its
         target first when the host is not connected to it yet."""

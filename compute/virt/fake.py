@@ -113,6 +113,11 @@ class FakeDriver(driver.ComputeDriver):
                           for d in block_device_info},
             }
 
+    def volume_device_names(self, instance):
+        with self._lock:
+            return set((self.guests.get(instance.uuid) or {})
+                       .get("devices", {}))
+
     def destroy(self, instance):
         self._step("destroy")
         with self._lock:

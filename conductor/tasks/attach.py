@@ -22,18 +22,20 @@ class AttachVolumeTask(base.TaskBase):
         event = base.Event(context, instance.uuid, "compute_attach_volume", instance.host)
         notify_volume(context, "volume_attach", "start", instance, volume_id)
         bdm = attachment_id = None
-        plugged = False
+        create_sent = plugged = False
         try:
             bdm = self._reserve_block_device_name(
                 context, instance, device, volume_id, tag, delete_on_termination)
             attach_mode = attach_mode or "rw"
-            attachment = self.volume_api.attachment_create(
+            create_sent = True
+            attachment = self._create_attachment(
                 context, volume_id, instance.uuid,
                 mode=attach_mode if attach_mode == "ro" else None)
             attachment_id = attachment["id"]
             connector = self._connector(context, instance.host, bdm.device_name,
                                         attach_mode)
-            attachment = self.volume_api.attachment_update(
+            attachment = base.retry_transient(
+                self.volume_api.attachment_update,
                 context, attachment_id, connector, mountpoint=bdm.device_name)
             # the volume service has the last word: a read-only volume
             # attaches ro whatever was asked (openstackclient's way to a
@@ -48,14 +50,15 @@ class AttachVolumeTask(base.TaskBase):
             bdm.attachment_id = attachment_id
             bdm.attach_mode = attach_mode
             bdm.set_connection_info(attachment["connection_info"])
-            bdm.save()
+            base.retry_transient(bdm.save)
             # A delete that read the server's records before this one
             # existed cannot release it: give the volume back here.
             self._check_server_kept(context, instance, "attach_volume")
             self.compute_rpcapi.attach_volume(context, instance, bdm,
                                               attach_mode=attach_mode)
             plugged = True
-            self.volume_api.attachment_complete(context, attachment_id)
+            base.retry_transient(self.volume_api.attachment_complete,
+                                 context, attachment_id)
         except Exception as error:
             LOG.warning("attach of volume %s to server %s failed: %s",
                         volume_id, instance.uuid, error)
@@ -64,11 +67,16 @@ class AttachVolumeTask(base.TaskBase):
                     self.compute_rpcapi.detach_volume(context, instance, bdm)
                 except Exception:
                     LOG.exception("unplug during rollback failed")
+            if (create_sent and not attachment_id
+                    and isinstance(error, base.TRANSIENT_ERRORS)):
+                # the create may have happened without an answer
+                attachment_id = self._find_attachment(context, volume_id,
+                                                      instance.uuid)
             if attachment_id:
                 self._cleanup_attachment(context, attachment_id)
             if bdm is not None:
                 try:
-                    bdm.destroy()
+                    base.retry_transient(bdm.destroy)
                 except Exception:
                     LOG.exception("could not destroy BDM during rollback")
             event.failure(error)
@@ -79,15 +87,50 @@ class AttachVolumeTask(base.TaskBase):
         notify_volume(context, "volume_attach", "end", instance, volume_id, [bdm])
         return bdm.device_name
 
+    def _create_attachment(self, context, volume_id, instance_uuid, mode):
+        """``attachment_create``, tried again while the volume service is
+        unavailable; never sent twice blindly: before another try, the
+        volume service is asked (the attachments of this server and volume)
+        whether the earlier one happened, and that attachment is taken."""
+        tries = []
+
+        def create():
+            if tries:
+                found = self.volume_api.find_attachment(context, volume_id,
+                                                        instance_uuid)
+                if found is not None:
+                    LOG.info("attachment_create of volume %s for %s had "
+                             "happened: using attachment %s", volume_id,
+                             instance_uuid, found["id"])
+                    return found
+            tries.append(1)
+            return self.volume_api.attachment_create(
+                context, volume_id, instance_uuid, mode=mode)
+        return base.retry_transient(create)
+
+    def _find_attachment(self, context, volume_id, instance_uuid):
+        """The id of the attachment of this server and volume, or None
+        (also when the volume service cannot tell)."""
+        try:
+            found = base.retry_transient(self.volume_api.find_attachment,
+                                         context, volume_id, instance_uuid)
+        except Exception:
+            LOG.exception("could not look for the attachment of volume %s "
+                          "to %s during rollback", volume_id, instance_uuid)
+            return None
+        return found["id"] if found else None
+
     def _reserve_block_device_name(self, context, instance, device, volume_id,
                                    tag, delete_on_termination):
         """The new BDM, named and created by the server's compute.  A compute
         of RPC 1.4 gets the server's mappings with the call (read here, in
         this process's database session) and needs one call back to the
-        conductor instead of two."""
+        conductor instead of two.  The read waits out a database restart;
+        the call is not retried (it creates the record)."""
         bdms = None
         if self.compute_rpcapi.sends_mappings_with_reserve(instance.host):
-            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+            bdms = base.retry_transient(
+                objects.BlockDeviceMappingList.get_by_instance_uuid,
                 context, instance.uuid)
         return self.compute_rpcapi.reserve_block_device_name(
             context, instance, device, volume_id, tag=tag,

@@ -1,31 +1,80 @@
 """What the conductor's workflows share: the instance-action event around a
-step, the compute version a server's volumes need, and ``TaskBase``, the
-volume and compute clients with the steps several workflows take (connect
-and complete a server's volumes, delete an attachment during a rollback,
-one host-local state change, put a task state back)."""
+step, the compute version a server's volumes need, ``retry_transient`` for
+the steps that may run again, and ``TaskBase``, the volume and compute
+clients with the steps several workflows take (connect and complete a
+server's volumes, delete an attachment during a rollback, one host-local
+state change, put a task state back).
+
+A restart of the database or of the volume service (or a request that one
+of them refused with 503 meanwhile) must not leave a workflow half done:
+every step that is safe to run twice (a read, an idempotent write or call,
+a create that first asks whether its earlier try happened) runs through
+``retry_transient``, and so do the steps of a rollback, so that only an
+outage longer than ``TRANSIENT_RETRY_SECONDS`` makes a workflow fail, and
+then it still rolls back.  Calls of a compute are not retried here (their
+host-local work is not known to be idempotent): ``volattach.rpc`` already
+sends again a message the broker could not route (a broker restart), and a
+call with no answer in time fails the workflow, which rolls back."""
 import logging
 import socket
+
+import tenacity
 
 from volattach import objects
 from volattach import exception
 
 LOG = logging.getLogger(__name__)
 
+# How long one step waits out a database or volume-service outage (a
+# restart), trying again with backoff, before the workflow gives up.
+TRANSIENT_RETRY_SECONDS = 30.0
+TRANSIENT_WAIT_START = 0.1
+TRANSIENT_WAIT_MAX = 2.0
+# "Not now" rather than "no": no database connection could be had (or it
+# was lost: the server rolled back, or, rarely, the outcome of a COMMIT is
+# unknown, which an idempotent step does not mind), the volume service
+# could not be reached or answered 503 (its client already tried again for
+# ``[cinder] retry_seconds``).
+TRANSIENT_ERRORS = (exception.DatabaseUnavailable,
+                    exception.CinderConnectionFailed)
+
+
+def retry_transient(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, run again (exponential backoff) while it
+    raises one of ``TRANSIENT_ERRORS``, for up to
+    ``TRANSIENT_RETRY_SECONDS``; then that error is raised.  Only for a
+    step that is safe to run twice."""
+    def _log(retry_state):
+        LOG.warning("%s failed (%s); trying again",
+                    getattr(fn, "__qualname__", fn),
+                    retry_state.outcome.exception())
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(TRANSIENT_ERRORS),
+        stop=tenacity.stop_after_delay(TRANSIENT_RETRY_SECONDS),
+        wait=tenacity.wait_exponential(multiplier=TRANSIENT_WAIT_START,
+                                       max=TRANSIENT_WAIT_MAX),
+        before_sleep=_log, reraise=True)
+    return retrying(fn, *args, **kwargs)
+
 
 class Event:
     """Records one instance-action event around a workflow step, on the
     host where it runs: the server's compute, or this conductor's host when
-    the server is on none (os-instance-actions shows it from 2.62)."""
+    the server is on none (os-instance-actions shows it from 2.62).  Its
+    start and finish wait out a database restart (``retry_transient``: a
+    finish writes the same values again; a start whose COMMIT was lost
+    unanswered may, rarely, leave a second event row)."""
 
     def __init__(self, context, instance_uuid, name, host=None):
-        self.event = objects.InstanceActionEvent.event_start(
+        self.event = retry_transient(
+            objects.InstanceActionEvent.event_start,
             context, instance_uuid, name, host=host or socket.gethostname())
 
     def success(self):
-        self.event.finish()
+        retry_transient(self.event.finish)
 
     def failure(self, error):
-        self.event.finish(error=error)
+        retry_transient(self.event.finish, error=error)
 
     @classmethod
     def failed(cls, event, context, instance_uuid, name, error):
@@ -69,22 +118,25 @@ class TaskBase:
             if bdm.is_volume and bdm.attachment_id:
                 connector = self._connector(context, host, bdm.device_name,
                                             bdm.attach_mode)
-                attachment = self.volume_api.attachment_update(
+                attachment = retry_transient(
+                    self.volume_api.attachment_update,
                     context, bdm.attachment_id, connector,
                     mountpoint=bdm.device_name)
                 bdm.set_connection_info(attachment["connection_info"])
-                bdm.save()
+                retry_transient(bdm.save)
 
     def _complete_volumes(self, context, bdms):
         for bdm in bdms:
             if bdm.is_volume and bdm.attachment_id:
-                self.volume_api.attachment_complete(context, bdm.attachment_id)
+                retry_transient(self.volume_api.attachment_complete,
+                                context, bdm.attachment_id)
 
     @staticmethod
     def _check_server_kept(context, instance, method):
         """Raise unless the server still exists and is not being deleted
         (read again: a delete may have started since the API's checks)."""
-        fresh = objects.Instance.get_by_uuid(context, instance.uuid)
+        fresh = retry_transient(objects.Instance.get_by_uuid, context,
+                                instance.uuid)
         if fresh.task_state == "deleting":
             raise exception.InstanceInvalidState(
                 method=method, instance_uuid=instance.uuid,
@@ -92,12 +144,14 @@ class TaskBase:
 
     def _cleanup_attachment(self, context, attachment_id):
         try:
-            self.volume_api.attachment_delete(context, attachment_id)
+            retry_transient(self.volume_api.attachment_delete, context,
+                            attachment_id)
         except exception.VolumeAttachmentNotFound:
             pass
         except Exception:
             LOG.exception("could not delete attachment %s during rollback",
                           attachment_id)
+
     def _power_action(self, context, instance, event_name, compute_call,
                       task_state, vm_state, power_state):
         """Run one host-local state change and land the new states, or put
@@ -108,7 +162,7 @@ class TaskBase:
             instance.vm_state = vm_state
             instance.power_state = power_state
             instance.task_state = None
-            instance.save(expected_task_state=[task_state])
+            retry_transient(instance.save, expected_task_state=[task_state])
         except Exception as error:
             LOG.warning("%s of %s failed: %s", event_name, instance.uuid, error)
             self._reset_task_state(instance, task_state)
@@ -120,6 +174,6 @@ class TaskBase:
     def _reset_task_state(instance, task_state):
         try:
             instance.task_state = None
-            instance.save(expected_task_state=[task_state])
+            retry_transient(instance.save, expected_task_state=[task_state])
         except Exception:
             LOG.exception("could not reset the task state of %s", instance.uuid)

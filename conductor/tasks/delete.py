@@ -15,7 +15,9 @@ class DeleteTask(base.TaskBase):
     def delete_instance(self, context, instance):
         """Destroy the guest, release every volume, then the server."""
         event = base.Event(context, instance.uuid, "compute_terminate_instance", instance.host)
-        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)
+        bdms = base.retry_transient(
+            objects.BlockDeviceMappingList.get_by_instance_uuid,
+            context, instance.uuid)
         if instance.host:
             try:
                 self.compute_rpcapi.terminate_instance(context, instance, bdms)
@@ -24,7 +26,7 @@ class DeleteTask(base.TaskBase):
                             instance.uuid, instance.host, error)
         release_instance_volumes(context, self.volume_api, bdms)
         try:
-            instance.destroy()
+            base.retry_transient(instance.destroy)
         except exception.InstanceNotFound:
             pass
         release_instance_volumes(context, self.volume_api,
@@ -34,22 +36,26 @@ class DeleteTask(base.TaskBase):
 
 def release_instance_volumes(context, volume_api, bdms):
     """Delete every attachment of the BDMs (volumes on delete_on_termination)
-    and destroy the BDMs.  Shared by the conductor and the API's local delete."""
+    and destroy the BDMs.  Shared by the conductor and the API's local delete.
+    Each step waits out a restart of the database or the volume service
+    (``base.retry_transient``: deletes and destroys are idempotent)."""
     for bdm in bdms:
         if bdm.is_volume and bdm.attachment_id:
             try:
-                volume_api.attachment_delete(context, bdm.attachment_id)
+                base.retry_transient(volume_api.attachment_delete, context,
+                                     bdm.attachment_id)
             except exception.VolumeAttachmentNotFound:
                 pass
             except Exception:
                 LOG.exception("could not delete attachment %s", bdm.attachment_id)
         if bdm.is_volume and bdm.delete_on_termination and bdm.volume_id:
             try:
-                volume_api.delete_volume(context, bdm.volume_id)
+                base.retry_transient(volume_api.delete_volume, context,
+                                     bdm.volume_id)
             except Exception:
                 LOG.exception("could not delete volume %s", bdm.volume_id)
         try:
-            bdm.destroy()
+            base.retry_transient(bdm.destroy)
         except Exception:
             LOG.exception("could not destroy BDM %s", bdm.uuid)
 
@@ -60,5 +66,6 @@ def created_since(context, instance, bdms):
     server is gone, when no new attach can start (an attach checks the
     server again once its record has its attachment)."""
     known = {b.uuid for b in bdms}
-    return [b for b in objects.BlockDeviceMappingList.get_by_instance_uuid(
+    return [b for b in base.retry_transient(
+        objects.BlockDeviceMappingList.get_by_instance_uuid,
         context, instance.uuid) if b.uuid not in known]

@@ -9,7 +9,9 @@ LOG = logging.getLogger(__name__)
 
 
 class SwapVolumeTask(base.TaskBase):
-    """Move a volume record onto the new volume's attachment."""
+    """Move a volume record onto the new volume's attachment.  Every step
+    but the compute's swap waits out a restart of the database or the
+    volume service (``base.retry_transient``)."""
 
     def swap_volume(self, context, instance, old_volume_id, new_volume_id,
                     new_attachment_id):
@@ -21,25 +23,29 @@ class SwapVolumeTask(base.TaskBase):
                       new_volume_id=new_volume_id)
         bdm = None
         try:
-            bdm = objects.BlockDeviceMapping.get_by_volume_and_instance(
+            bdm = base.retry_transient(
+                objects.BlockDeviceMapping.get_by_volume_and_instance,
                 context, old_volume_id, instance.uuid)
             old_attachment_id = bdm.attachment_id
             new_connection_info = None
             if instance.host:
                 connector = self._connector(context, instance.host, bdm.device_name,
                                             bdm.attach_mode)
-                attachment = self.volume_api.attachment_update(
+                attachment = base.retry_transient(
+                    self.volume_api.attachment_update,
                     context, new_attachment_id, connector, mountpoint=bdm.device_name)
                 new_connection_info = attachment["connection_info"]
                 self.compute_rpcapi.swap_volume(context, instance, bdm,
                                                 new_connection_info)
-            self.volume_api.attachment_complete(context, new_attachment_id)
+            base.retry_transient(self.volume_api.attachment_complete,
+                                 context, new_attachment_id)
         except Exception as error:
             LOG.warning("swap of %s to %s on %s failed: %s", old_volume_id,
                         new_volume_id, instance.uuid, error)
             self._cleanup_attachment(context, new_attachment_id)
             try:
-                self.volume_api.roll_detaching(context, old_volume_id)
+                base.retry_transient(self.volume_api.roll_detaching,
+                                     context, old_volume_id)
             except Exception:
                 LOG.exception("roll_detaching of %s failed", old_volume_id)
             self._complete_volume_migration(context, None, old_volume_id, new_volume_id,
@@ -52,7 +58,7 @@ class SwapVolumeTask(base.TaskBase):
             bdm.volume_id = new_volume_id
             bdm.attachment_id = new_attachment_id
             bdm.set_connection_info(new_connection_info)
-            bdm.save()
+            base.retry_transient(bdm.save)
             # A delete that read the server's records before this save
             # releases the old attachment only: give the new volume back.
             self._check_server_kept(context, instance, "swap_volume")
@@ -81,7 +87,8 @@ class SwapVolumeTask(base.TaskBase):
         done (or failed: ``error``), and name in the record the volume id it
         keeps (Nova's migrate_volume_completion and save_volume_id)."""
         try:
-            if not self.volume_api.get(context, old_volume_id).get("migration_status"):
+            if not base.retry_transient(self.volume_api.get, context,
+                                        old_volume_id).get("migration_status"):
                 return
             saved = self.volume_api.migrate_volume_completion(
                 context, old_volume_id, new_volume_id, error=error)
@@ -91,4 +98,4 @@ class SwapVolumeTask(base.TaskBase):
             return
         if bdm is not None and saved != bdm.volume_id:
             bdm.volume_id = saved
-            bdm.save()
+            base.retry_transient(bdm.save)

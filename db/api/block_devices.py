@@ -18,14 +18,42 @@ _BDM_IDS_OF_INSTANCE = select(c.BDMS.c.id).where(
     c.BDMS.c.instance_uuid == bindparam("instance_uuid_"))
 _BDM_INSERT_RETURNING = insert(c.BDMS).returning(*c.BDMS.c)
 _BDM_DELETE = delete(c.BDMS).where(c.BDMS.c.id == bindparam("bdm_id_"))
+_BDM_DELETE_IF_ATTACHMENT = _BDM_DELETE.where(
+    c.BDMS.c.attachment_id.is_not_distinct_from(bindparam("attachment_id_")))
+_BDM_EXISTS = select(c.BDMS.c.id).where(c.BDMS.c.id == bindparam("bdm_id_"))
+# The instance a new mapping is for, read in the mapping's transaction and
+# share-locked there (PostgreSQL; SQLite's writes are serial): a delete
+# marks the instance (task_state ``deleting``, then ``deleted``) with an
+# UPDATE, which waits for the INSERT's commit, so the delete's later read of
+# the instance's mappings cannot miss one, and no mapping is added after.
+_INSTANCE_FOR_NEW_BDM = (select(c.INSTANCES.c.task_state)
+                         .where(c.INSTANCES.c.uuid == bindparam("instance_uuid_"),
+                                c.INSTANCES.c.deleted == 0)
+                         .with_for_update(read=True))
 _BDM_BY_VOLUME_AND_INSTANCE = (select(c.BDMS)
                                .where(c.BDMS.c.volume_id == bindparam("volume_id"),
                                       c.BDMS.c.instance_uuid == bindparam("instance_uuid"))
                                .order_by(c.BDMS.c.id).limit(1))
 
 
+def _check_instance_takes_mappings(conn, instance_uuid):
+    """Raise unless the instance exists and no delete has begun (see
+    ``_INSTANCE_FOR_NEW_BDM``)."""
+    found = conn.execute(_INSTANCE_FOR_NEW_BDM,
+                         {"instance_uuid_": instance_uuid}).first()
+    if found is None:
+        raise exception.InstanceNotFound(instance_id=instance_uuid)
+    if found.task_state == "deleting":
+        raise exception.InstanceInvalidState(
+            method="create a block device mapping of",
+            instance_uuid=instance_uuid, attr="task_state", state="deleting")
+
+
 def bdm_create(values):
+    """Create a BDM; ``InstanceNotFound`` or ``InstanceInvalidState`` (409)
+    when its instance is gone or being deleted."""
     def create(s):
+        _check_instance_takes_mappings(s, values["instance_uuid"])
         row = models.BlockDeviceMapping(**values)
         s.add(row)
         s.flush()
@@ -63,11 +91,13 @@ def bdm_create_unless_new_mappings(values, seen_ids):
     ``seen_ids`` (one created since the caller listed them): then None and
     nothing is written.  The caller serializes the creations of one
     instance's mappings (the compute's per-instance lock), so the check and
-    the INSERT need no lock of their own."""
+    the INSERT need no lock of their own; its instance is checked as in
+    ``bdm_create``."""
     db = c.database()
     seen = set(seen_ids)
 
     def create(conn):
+        _check_instance_takes_mappings(conn, values["instance_uuid"])
         ids = conn.execute(_BDM_IDS_OF_INSTANCE,
                            {"instance_uuid_": values["instance_uuid"]}).scalars()
         if any(bdm_id not in seen for bdm_id in ids):
@@ -83,6 +113,20 @@ def bdm_create_unless_new_mappings(values, seen_ids):
 def bdm_destroy(bdm_id):
     c.database().write_single(
         lambda conn: conn.execute(_BDM_DELETE, {"bdm_id_": bdm_id}))
+
+
+def bdm_destroy_if_attachment(bdm_id, attachment_id):
+    """Delete the BDM only while it holds ``attachment_id`` (a detach that
+    deleted that attachment).  True when the record is gone, now or before;
+    False, with nothing written, when it holds another attachment since (an
+    offload swapped it for a connector-less one)."""
+    params = {"bdm_id_": bdm_id, "attachment_id_": attachment_id}
+
+    def destroy(conn):
+        if conn.execute(_BDM_DELETE_IF_ATTACHMENT, params).rowcount:
+            return True
+        return conn.execute(_BDM_EXISTS, params).first() is None
+    return c.database().write(destroy)
 
 
 def bdm_get_by_instance_uuids(instance_uuids):

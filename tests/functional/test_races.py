@@ -13,6 +13,7 @@ import pytest
 from tests.functional.test_attach_detach import _new_server, _new_volume
 from tests.integration import client as clients
 from volattach import context
+from volattach import exception
 from volattach import objects
 from volattach.conf import CONF
 
@@ -211,3 +212,30 @@ def test_reset_state_is_the_admins_way_out(api, admin_api, deployment):
     status, body, _ = api.delete_server(server_id)
     assert status == 204, body
     api.wait_for_server_deleted(server_id)
+
+
+def test_attach_to_an_offloaded_server_deleted_since_the_api_read_it(
+        api, volumes, deployment):
+    """The API attaches to a shelved_offloaded server itself; a local delete
+    may run entirely between its read of the server and its writes (found
+    by the interleaving tests: both answered success and the volume stayed
+    in-use on the deleted server).  The mapping's creation refuses a
+    deleted server, so nothing is attached."""
+    from volattach.api import compute as compute_api
+    server_id = _new_server(api, name="race-offloaded")
+    status, body, _ = api.request("POST", "/servers/%s/action" % server_id,
+                                  {"shelve": None}, microversion="2.37")
+    assert status == 202, body
+    api.wait_for_server_status(server_id, "SHELVED_OFFLOADED", timeout=30)
+    volume_id = _new_volume(volumes)
+    ctx = context.RequestContext(user_id="alice", project_id="demo")
+    stale = objects.Instance.get_by_uuid(ctx, server_id)   # the API's read
+    status, body, _ = api.delete_server(server_id)
+    assert status == 204, body
+    api.wait_for_server_deleted(server_id)
+    with pytest.raises(exception.InstanceNotFound):
+        compute_api.API().attach_volume(ctx, stale, volume_id)
+    assert volumes.wait_for_volume_status(volume_id, "available")["status"] == \
+        "available"
+    assert _attachments(volumes, volume_id) == []
+    assert _bdms(server_id) == []

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from tests.functional.test_attach_detach import _new_server, _new_volume
-from tests.functional.test_suspend_reboot import _action, _actions
+from tests.functional.test_suspend_reboot import (_action, _actions,
+                                                  compute_at_version)
 from volattach import context
 from volattach import objects
 from volattach.conf import CONF
@@ -186,23 +187,13 @@ def test_a_volume_backed_server_keeps_its_image(api, volumes):
 
 def test_a_compute_too_old_refuses_rebuild(api):
     server_id = _new_server(api, name="old-compute")
-    ctx = context.get_admin_context()
-    host = objects.Instance.get_by_uuid(ctx, server_id).host
-    service = objects.Service.get_by_host_and_binary(ctx, host,
-                                                     "volattach-compute")
-    version = service.version
-    service.version = 7
-    service.save()
-    try:
+    with compute_at_version(server_id, 7):
         status, body, _ = _rebuild(api, server_id)
         assert status == 409, body
         assert "too old" in body["conflictingRequest"]["message"]
         server = api.show_server(server_id)[1]["server"]
         assert server["image"]["id"] == IMAGE
         assert server["OS-EXT-STS:task_state"] is None
-    finally:
-        service.version = version
-        service.save()
 
 
 def test_delete_during_a_rebuild_leaves_nothing(api, volumes, deployment):

@@ -1,6 +1,7 @@
 """suspend, resume and reboot (compute RPC 1.6): the states Nova allows,
 409 elsewhere and on a compute too old for them, the instance actions, and
 a delete of a suspended server."""
+import contextlib
 
 from tests.functional.test_attach_detach import _new_server, _new_volume
 from volattach import context
@@ -77,16 +78,27 @@ def test_delete_of_a_suspended_server(api, volumes):
     volumes.wait_for_volume_status(volume_id, "available")
 
 
-def test_a_compute_too_old_refuses_with_409_and_changes_nothing(api):
-    server_id = _new_server(api, name="old-compute")
+@contextlib.contextmanager
+def compute_at_version(server_id, version):
+    """The server's compute reports service version ``version`` meanwhile
+    (a compute of an older release, as the API sees it)."""
     ctx = context.get_admin_context()
     host = objects.Instance.get_by_uuid(ctx, server_id).host
     service = objects.Service.get_by_host_and_binary(ctx, host,
                                                      "volattach-compute")
-    version = service.version
-    service.version = 6
+    actual = service.version
+    service.version = version
     service.save()
     try:
+        yield
+    finally:
+        service.version = actual
+        service.save()
+
+
+def test_a_compute_too_old_refuses_with_409_and_changes_nothing(api):
+    server_id = _new_server(api, name="old-compute")
+    with compute_at_version(server_id, 6):
         before = _actions(api, server_id)
         for name, value in (("suspend", None), ("reboot", {"type": "HARD"})):
             status, body, _ = _action(api, server_id, name, value)
@@ -95,6 +107,3 @@ def test_a_compute_too_old_refuses_with_409_and_changes_nothing(api):
         server = api.show_server(server_id)[1]["server"]
         assert server["OS-EXT-STS:task_state"] is None
         assert _actions(api, server_id) == before
-    finally:
-        service.version = version
-        service.save()

@@ -29,6 +29,13 @@ compute of an older release) builds one with ``running_deployment(workdir,
 daemons=...)``; ``Deployment.add_daemon`` defines one more daemon, from any
 bin directory, with its own config override, to ``start`` when wanted.
 
+A test that stops the broker or the database must not touch the shared
+ones: ``OwnRabbitNode`` and ``OwnPostgresCluster`` start a RabbitMQ node and a
+PostgreSQL cluster of its own (other ports, state in a directory of the
+test, through tools/start-rabbitmq.sh and tools/start-postgres.sh), which
+``running_deployment(..., rabbit_url=, pg_url=, rabbit_node=)`` uses;
+``prepare(dep)`` there defines daemons with overrides before any starts.
+
 When a test that used the deployment fails, the tail of every daemon's log
 is printed at the end of the run.
 """
@@ -204,15 +211,16 @@ class RabbitVhost:
     the broker's virtual host and only its control_exchange is unique.
     """
 
-    def __init__(self, url, name):
+    def __init__(self, url, name, node=None):
         self.url = url
         self.name = name
+        self.node = node or RABBIT_NODE
         self.created = False
         self.transport_url = url
 
     def _ctl(self, *args):
         exe = shutil.which("rabbitmqctl") or "/usr/sbin/rabbitmqctl"
-        return subprocess.run([exe, "-q", "-n", RABBIT_NODE, *args],
+        return subprocess.run([exe, "-q", "-n", self.node, *args],
                               capture_output=True, text=True, timeout=120)
 
     def create(self):
@@ -253,6 +261,145 @@ class RabbitVhost:
         if self.created:
             self._ctl("delete_vhost", self.name)
             self.created = False
+
+
+TOOLS_DIR = pathlib.Path(__file__).resolve().parents[2] / "tools"
+SERVER_TIMEOUT = 120
+
+
+def _run_tool(script, env, *args, timeout=SERVER_TIMEOUT):
+    """Run tools/<script> with ``env`` added; its last stdout line, or
+    DeploymentError with its output."""
+    try:
+        result = subprocess.run(
+            ["bash", str(TOOLS_DIR / script), *args], capture_output=True,
+            text=True, timeout=timeout, env=dict(os.environ, **env))
+    except subprocess.TimeoutExpired as exc:
+        raise DeploymentError(f"{script} {' '.join(args)}: no end after "
+                              f"{timeout}s: {exc.stderr}") from exc
+    if result.returncode != 0:
+        raise DeploymentError(f"{script} {' '.join(args)} failed "
+                              f"({result.returncode}):\n{result.stdout}"
+                              f"{result.stderr}")
+    lines = result.stdout.strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def _free_ports(count):
+    ports = set()
+    while len(ports) < count:
+        ports.add(utils.free_port())
+    return sorted(ports)
+
+
+class OwnRabbitNode:
+    """A RabbitMQ node of a test's own, beside the shared one: its own node
+    name, AMQP and distribution ports, mnesia, logs and (empty) config
+    under ``state_dir``, started by tools/start-rabbitmq.sh.  ``stop`` and
+    ``start`` again restart it (the node's process ends in between);
+    ``destroy`` stops it for good.  Needs root (or the rabbitmq user)."""
+
+    def __init__(self, state_dir):
+        self.state_dir = str(state_dir)
+        self.node = f"vatest{uuid.uuid4().hex[:8]}@localhost"
+        self.port, self.dist_port = _free_ports(2)
+        self.url = f"rabbit://guest:guest@127.0.0.1:{self.port}/"
+        self.pid_file = os.path.join(self.state_dir, "rabbit.pid")
+
+    def _env(self):
+        return {"VOLATTACH_RABBIT_PORT": str(self.port),
+                "VOLATTACH_RABBIT_DIST_PORT": str(self.dist_port),
+                "VOLATTACH_RABBIT_NODE": self.node,
+                "VOLATTACH_RABBIT_STATE_DIR": self.state_dir}
+
+    def _ctl(self, *args, timeout=60):
+        exe = shutil.which("rabbitmqctl") or "/usr/sbin/rabbitmqctl"
+        return subprocess.run([exe, "-q", "-n", self.node, *args],
+                              capture_output=True, text=True, timeout=timeout)
+
+    def start(self):
+        """Start the node (again); returns its transport URL."""
+        _run_tool("start-rabbitmq.sh", self._env())
+        return self.url
+
+    def _pid(self):
+        try:
+            with open(self.pid_file) as f:
+                return int(f.read().strip() or 0) or None
+        except (OSError, ValueError):
+            return None
+
+    def stop(self):
+        """``rabbitmqctl stop``: the node closes its connections and its
+        process ends (waited for through the pid file)."""
+        result = self._ctl("stop", self.pid_file)
+        if result.returncode != 0:
+            raise DeploymentError(f"rabbitmqctl -n {self.node} stop: "
+                                  f"{result.stdout}{result.stderr}")
+
+    def destroy(self):
+        """Stop the node whatever its state: rabbitmqctl, then SIGKILL of
+        the pid it wrote if that is still running."""
+        pid = self._pid()
+        try:
+            self._ctl("stop", self.pid_file, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def log_tail(self, lines=LOG_TAIL_LINES):
+        return _tail(os.path.join(self.state_dir, "log", f"{self.node}.log"),
+                     lines)
+
+
+class OwnPostgresCluster:
+    """A PostgreSQL cluster of a test's own, beside the shared one: its own
+    port and data under ``state_dir`` (which the server's user must be able
+    to reach), made and started by tools/start-postgres.sh, stopped with
+    its ``--stop`` (a fast shutdown: sessions are cut)."""
+
+    def __init__(self, state_dir):
+        self.state_dir = str(state_dir)
+        self.port = utils.free_port()
+        self.url = None
+
+    def _env(self):
+        return {"VOLATTACH_PG_DIR": self.state_dir,
+                "VOLATTACH_PG_PORT": str(self.port)}
+
+    def start(self):
+        """Start the cluster (made on first use); returns its URL."""
+        self.url = _run_tool("start-postgres.sh", self._env())
+        return self.url
+
+    def stop(self):
+        _run_tool("start-postgres.sh", self._env(), "--stop")
+
+    def destroy(self):
+        """Stop the cluster whatever its state: ``--stop``, then an
+        immediate shutdown (SIGQUIT) of its postmaster if that still runs."""
+        try:
+            self.stop()
+        except (DeploymentError, OSError) as exc:
+            warnings.warn(f"stopping the test's PostgreSQL cluster: {exc}")
+        try:
+            with open(os.path.join(self.state_dir, "data",
+                                   "postmaster.pid")) as f:
+                pid = int(f.readline().strip() or 0)
+        except (OSError, ValueError):
+            return
+        if pid:
+            try:
+                os.kill(pid, signal.SIGQUIT)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def log_tail(self, lines=LOG_TAIL_LINES):
+        return _tail(os.path.join(self.state_dir, "postgres.log"), lines)
 
 
 def _write_conf(path, sections):
@@ -576,18 +723,27 @@ class Deployment:
 
 
 @contextlib.contextmanager
-def running_deployment(workdir, daemons=None):
+def running_deployment(workdir, daemons=None, rabbit_url=None, pg_url=None,
+                       rabbit_node=None, prepare=None):
     """A ready deployment with databases and a virtual host of its own in
     ``workdir`` (see module doc), torn down on exit; ``daemons`` replaces
-    ``DAEMONS``."""
-    rabbit_url = utils.require_env(utils.RABBIT_URL_ENV,
+    ``DAEMONS``.  ``rabbit_url``/``pg_url`` (with ``rabbit_node``, the
+    broker's node name for rabbitmqctl) replace the servers of
+    ``VOLATTACH_TEST_RABBIT_URL``/``VOLATTACH_TEST_PG_URL`` (e.g. those of
+    ``OwnRabbitNode``/``OwnPostgresCluster``); ``prepare(dep)`` runs once
+    the config is written, before any daemon starts (``add_daemon`` there
+    defines the daemons with overrides of their own)."""
+    if rabbit_url is None:
+        rabbit_url = utils.require_env(utils.RABBIT_URL_ENV,
+                                       "the integration deployment")
+    if pg_url is None:
+        pg_url = utils.require_env(utils.PG_URL_ENV,
                                    "the integration deployment")
-    pg_url = utils.require_env(utils.PG_URL_ENV, "the integration deployment")
     keep = os.environ.get("VOLATTACH_TEST_KEEP") == "1"
     run_id = f"{NAME_PREFIX}{int(time.time())}_{uuid.uuid4().hex[:8]}"
 
     databases = PostgresDatabases(pg_url)
-    vhost = RabbitVhost(rabbit_url, run_id)
+    vhost = RabbitVhost(rabbit_url, run_id, node=rabbit_node)
     dep = None
     try:
         databases.drop_stale()
@@ -597,6 +753,8 @@ def running_deployment(workdir, daemons=None):
         dep = Deployment(workdir, transport_url, run_id, database_url,
                          volume_database_url, daemons=daemons)
         dep.write_config()
+        if prepare is not None:
+            prepare(dep)
         for command in MANAGE_COMMANDS:
             result = dep.manage(*command)
             if result.returncode != 0:

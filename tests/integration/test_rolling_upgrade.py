@@ -29,7 +29,6 @@ The base commit must be reachable with ``git`` (CI clones with full
 history); without it the test skips, and under CI fails.
 """
 import fcntl
-import os
 import pathlib
 import shutil
 import subprocess

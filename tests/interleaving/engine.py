@@ -41,6 +41,9 @@ SETTLED_VOLUME_STATUSES = {"available", "in-use", "error"}
 OPERATIONS = ("attach_sync", "attach_async", "attach_ro", "attach_rw",
               "detach", "swap", "delete_server", "shelve", "offload",
               "unshelve", "live_migrate", "multi_create", "delete_volume")
+# later operations: a run asks for them (operations=...), so that the
+# recorded seeds of OPERATIONS keep replaying the same interleavings
+WITH_REBUILD = OPERATIONS + ("rebuild",)
 
 
 @dataclasses.dataclass
@@ -100,8 +103,9 @@ class Run:
 
     def __init__(self, api_url, volume_url, seed, reconcile_dry_run,
                  servers=3, volumes=5, width=4, settle_timeout=30.0,
-                 stop_on_violation=True, log=print):
+                 stop_on_violation=True, log=print, operations=OPERATIONS):
         self.seed = seed
+        self.operations = operations
         self.rng = random.Random(seed)
         self.reconcile_dry_run = reconcile_dry_run
         self.width = width
@@ -322,7 +326,7 @@ class Run:
                           for v in snap.attached_volumes(s)
                           if not (snap.root_volume(s)
                                   and self._root(snap, s) == v))
-        name = rng.choice(OPERATIONS)
+        name = rng.choice(self.operations)
         server = rng.choice(servers) if servers else None
         if self._focus_server in snap.servers and rng.random() < 0.6:
             server = self._focus_server
@@ -385,7 +389,10 @@ class Run:
                         microversion="2.25"))
         action = {"shelve": {"shelve": None},
                   "offload": {"shelveOffload": None},
-                  "unshelve": {"unshelve": None}}[name]
+                  "unshelve": {"unshelve": None},
+                  # a volume-backed server's root was made from this image
+                  "rebuild": {"rebuild": {"imageRef": clients.DEFAULT_IMAGE}},
+                  }[name]
         client = "admin" if name == "offload" else "api"
         return (name, "%s(%s)" % (name, server),
                 lambda c: getattr(c, client).request(

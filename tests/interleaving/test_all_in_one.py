@@ -73,3 +73,31 @@ def test_interleavings_keep_the_invariants(deployment, seed, tmp_path):
     if not run.violations:
         assert findings == [], result.stdout
     assert not run.violations, run.describe_violations()
+
+
+REBUILD_SEEDS = tier.seeds([1311])
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("seed", REBUILD_SEEDS)
+# In one CI run (2026-11-25) this seed found, at step 12, a delete_server
+# racing a sync attach (2.100) that both succeeded and left the volume
+# attached to the deleted server: the API's own attach to a shelved-offloaded
+# server against its local delete (regression test:
+# tests/functional/test_races.py::test_attach_to_an_offloaded_server_deleted_since_the_api_read_it).
+def test_interleavings_with_rebuild_keep_the_invariants(deployment, seed,
+                                                        tmp_path):
+    """The same, with rebuild among the operations (it destroys and boots
+    the guest under the instance lock, racing attach, detach and delete)."""
+    run = engine.Run(deployment.api_url, deployment.volume_url, seed,
+                     _inproc_dry_run, servers=3, volumes=5, width=4,
+                     settle_timeout=30, operations=engine.WITH_REBUILD)
+    run.run(steps=STEPS)
+    code, findings, result = manage_dry_run(tmp_path)
+    print("interleaving seed %s (with rebuild): %s\n  %s" % (
+        seed, run.counts.line(), run.counts.operations_line()))
+    assert code == 0, result.stdout + result.stderr
+    assert "rebuild" in run.counts.operations_line()
+    if not run.violations:
+        assert findings == [], result.stdout
+    assert not run.violations, run.describe_violations()

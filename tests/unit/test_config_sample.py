@@ -4,7 +4,6 @@ Regenerates the sample with oslo-config-generator (in a subprocess, so that
 defaults changed by other tests in this process, e.g. oslo.log's
 set_defaults, cannot leak in) and compares it with the committed file.
 """
-import difflib
 import pathlib
 import subprocess
 import sys

@@ -40,6 +40,12 @@ class ExportError(Exception):
     """The storage daemon refused an operation."""
 
 
+def backing(volume):
+    """The id a volume's data is named by: its own, or after a migration
+    of the attached volume the target's (Cinder's ``name_id``)."""
+    return volume.get("name_id") or volume["id"]
+
+
 def node_name(volume_id):
     # QEMU node names are at most 31 characters
     return "v" + uuid.UUID(volume_id).hex[:30]
@@ -169,26 +175,28 @@ class FileBackend:
         self._lock = threading.Lock()
         os.makedirs(volumes_dir, exist_ok=True)
 
-    def path(self, volume_id):
-        return os.path.join(self.volumes_dir, "volume-%s" % volume_id)
+    def path(self, name):
+        """The file of the volume whose data is named ``name`` (its
+        ``backing`` id)."""
+        return os.path.join(self.volumes_dir, "volume-%s" % name)
 
     # -- volumes ---------------------------------------------------------------
     def create_volume(self, volume):
-        with open(self.path(volume["id"]), "wb") as f:
+        with open(self.path(backing(volume)), "wb") as f:
             f.truncate(int(volume["size"]) * GiB)
         return "%s@%s#%s" % (self.service_host, self.name, self.name)
 
     def delete_volume(self, volume):
         try:
-            os.unlink(self.path(volume["id"]))
+            os.unlink(self.path(backing(volume)))
         except FileNotFoundError:
             pass
 
     def copy_volume(self, source, dest):
         """The data move of a migration or retype (sparse copy, both
         detached or the source only read)."""
-        subprocess.run(["cp", "--sparse=always", self.path(source["id"]),
-                        self.path(dest["id"])], check=True)
+        subprocess.run(["cp", "--sparse=always", self.path(backing(source)),
+                        self.path(backing(dest))], check=True)
 
     # -- connections -----------------------------------------------------------
     @staticmethod
@@ -262,7 +270,7 @@ class FileBackend:
         self.check_connector(connector)
         mode = "ro" if attach_mode == "ro" else "rw"
         try:
-            self.ensure_export(volume["id"], mode)
+            self.ensure_export(backing(volume), mode)
         except (ExportError, OSError) as e:
             raise exception.InvalidInput(
                 reason="Volume %s cannot be exported: %s" % (volume["id"], e))
@@ -271,7 +279,7 @@ class FileBackend:
         return {
             "driver_volume_type": DRIVER_VOLUME_TYPE,
             "host": self.export_host, "port": self.export_port,
-            "name": export_name(volume["id"], mode),
+            "name": export_name(backing(volume), mode),
             "access_mode": mode, "volume_id": volume["id"],
             "attachment_id": attachment_id,
             "encrypted": False, "qos_specs": None, "cacheable": False,
@@ -285,15 +293,16 @@ class FileBackend:
         if any(("ro" if a.get("attach_mode") == "ro" else "rw") == mode
                for a in remaining):
             return
-        self.remove_export(volume["id"], mode)
+        self.remove_export(backing(volume), mode)
 
     def restore(self, attachments):
         """On start: reuse (or start) the daemon and rebuild the exports
-        of every connected attachment (``volume_id``, ``attach_mode``)."""
+        of every connected attachment (``volume_id``, ``attach_mode`` and
+        the volume's ``name_id``)."""
         self.daemon.ensure_running()
         for a in attachments:
             try:
-                self.ensure_export(a["volume_id"],
+                self.ensure_export(a.get("name_id") or a["volume_id"],
                                    "ro" if a.get("attach_mode") == "ro"
                                    else "rw")
             except ExportError:

@@ -108,6 +108,10 @@ class Volume(Base):
                                            default=False)
     # the image it was created from (Cinder's volume_image_metadata)
     image_id: Mapped[str | None] = mapped_column(String(36))
+    # Cinder's name_id: the id the backend names its data by, when not the
+    # volume's own (a migrated volume keeps its id, its data is the
+    # target's)
+    name_id: Mapped[str | None] = mapped_column(String(36))
     service_uuid: Mapped[str | None] = mapped_column(String(36))
     host: Mapped[str | None] = mapped_column(String(255))
     metadata_json: Mapped[str] = mapped_column("metadata", Text,

@@ -280,8 +280,9 @@ def volume_destroy(conn, volume_id):
 
 def volume_finish_migration(conn, source_id, target_id):
     """The end of a migration, as Cinder's: the source keeps its id and
-    takes over the target's type and host and its attachments (the
-    swapped-in ones); the source's own attachments and the target row go."""
+    takes over the target's type and host, its data (``name_id``) and its
+    attachments (the swapped-in ones); the source's own attachments and the
+    target row go."""
     target = volume_get(conn, target_id)
     conn.execute(sa.delete(attachments).where(
         attachments.c.volume_id == source_id))
@@ -291,4 +292,5 @@ def volume_finish_migration(conn, source_id, target_id):
     volume_update(conn, source_id, {
         "volume_type_id": target["volume_type_id"], "host": target["host"],
         "multiattach": target["multiattach"],
+        "name_id": target["name_id"] or target["id"],
         "migration_status": "success"})

@@ -185,7 +185,8 @@ class LibvirtDriver(driver.ComputeDriver):
             except lv.libvirtError:
                 LOG.warning("destroy of %s failed", instance.uuid, exc_info=True)
             try:
-                dom.undefine()
+                # a suspended guest has a managed save image: it goes too
+                dom.undefineFlags(lv.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)
             except lv.libvirtError:
                 LOG.warning("undefine of %s failed", instance.uuid, exc_info=True)
         shutil.rmtree(os.path.join(CONF.libvirt.instances_path, instance.uuid),
@@ -217,6 +218,20 @@ class LibvirtDriver(driver.ComputeDriver):
             dom.attachDeviceFlags(xml, self._flags(dom))
         except self._host.libvirt.libvirtError as e:
             raise exception.VirtDriverError(operation="attach", reason=str(e))
+
+    def volume_device_names(self, instance):
+        """The target devices of the guest's volume disks: those with a
+        serial, other than the local root disk's."""
+        dom = self._domain_or_none(instance)
+        if dom is None:
+            return set()
+        names = set()
+        for disk in ET.fromstring(dom.XMLDesc(0)).findall("./devices/disk"):
+            serial, target = disk.find("serial"), disk.find("target")
+            if (serial is not None and serial.text and serial.text != "root"
+                    and target is not None):
+                names.add("/dev/" + target.get("dev"))
+        return names
 
     def _find_disk(self, dom, alias, flags=0, target=None):
         """The <disk> XML with this alias (or, after a swap, at this
@@ -307,6 +322,39 @@ class LibvirtDriver(driver.ComputeDriver):
         dom = self._domain(instance)
         if dom.isActive():
             dom.destroy()
+
+    def suspend(self, instance):
+        """Save the guest's memory to disk and stop it (libvirt's managed
+        save, as Nova's suspend)."""
+        dom = self._domain(instance)
+        if dom.isActive():
+            dom.managedSave(0)
+
+    def resume(self, instance):
+        """Start the guest from its managed save."""
+        dom = self._domain(instance)
+        if not dom.isActive():
+            dom.create()
+
+    def reboot(self, instance, reboot_type):
+        """SOFT: ask the guest to shut down (ACPI) and start it again; a
+        guest that has not stopped within [libvirt]
+        wait_soft_reboot_seconds is rebooted hard.  HARD: stop it at once
+        and start it again.  Either way the new boot takes the live
+        definition (the disks as they are now, after any swap), not the
+        one the domain was defined with."""
+        dom = self._domain(instance)
+        live = dom.XMLDesc(0) if dom.isActive() else None
+        if live is not None and reboot_type == "SOFT":
+            dom.shutdown()
+            deadline = time.monotonic() + CONF.libvirt.wait_soft_reboot_seconds
+            while dom.isActive() and time.monotonic() < deadline:
+                time.sleep(0.2)
+        if dom.isActive():
+            dom.destroy()
+        if live is not None:
+            dom = self._conn.defineXML(live)
+        dom.create()
 
     def power_on(self, instance):
         dom = self._domain(instance)

@@ -139,6 +139,10 @@ def test_retype_on_demand_of_attached_volume_swaps(api, compute):
     done = api.volume(vol["id"], token=ADMIN)
     assert (done["status"], done["volume_type"],
             done["migration_status"]) == ("in-use", "gold", "success")
+    # its data is the target's now: the backend names it by the target's
+    # id (Cinder's name_id, shown to admins)
+    assert done["os-vol-mig-status-attr:name_id"] == new_id
+    assert source["os-vol-mig-status-attr:name_id"] is None
     assert [a["attachment_id"] for a in done["attachments"]] == [new_att]
     assert api.get("/volumes/%s" % new_id, token=ADMIN).status_code == 404
     (att,) = api.attachments_of(vol["id"])

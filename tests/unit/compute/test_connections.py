@@ -340,3 +340,28 @@ def test_manager_failed_attach_releases_only_its_own_use(conf):
     stats = driver.stats()
     assert stats["targets"] == 1 and stats["lost_connections"] == []
     assert manager.connections.users("shared:" + TARGET) == {"a1"}
+
+
+def test_rebuild_plugs_exactly_what_the_guest_had(monkeypatch):
+    """Under the instance lock the compute re-reads the records and plugs
+    into the new guest only the volumes the old one had: an attach whose
+    plug has not run yet (its record already has connection_info) and a
+    detach that already unplugged are left to their own compute steps."""
+    driver = fake.FakeDriver("h1")
+    manager = compute_manager.ComputeManager("h1", driver)
+    inst = types.SimpleNamespace(uuid=INSTANCE_UUID, image_ref="img")
+    plugged = _bdm("a1", shared_info("a1"), "/dev/vdb")
+    unplugged = _bdm("a2", shared_info("a2", lun=2), "/dev/vdc")
+    manager.build_and_run_instance(None, inst, [plugged, unplugged])
+    manager.detach_volume(None, inst, unplugged)      # its record stays a while
+    pending = _bdm("a3", shared_info("a3", lun=3), "/dev/vdd")  # not plugged yet
+    monkeypatch.setattr(
+        objects.BlockDeviceMappingList, "get_by_instance_uuid",
+        classmethod(lambda cls, ctx, uuid: [plugged, unplugged, pending]))
+    manager.rebuild_instance(None, inst, [plugged], power_on=True)
+    assert set(driver.guests[inst.uuid]["devices"]) == {"/dev/vdb"}
+    manager.attach_volume(None, inst, pending)        # the attach goes on
+    assert set(driver.guests[inst.uuid]["devices"]) == {"/dev/vdb", "/dev/vdd"}
+    manager.rebuild_instance(None, inst, [], power_on=False)
+    assert driver.guests[inst.uuid]["power"] == "shutdown"
+    assert set(driver.guests[inst.uuid]["devices"]) == {"/dev/vdb", "/dev/vdd"}

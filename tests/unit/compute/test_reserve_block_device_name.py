@@ -59,7 +59,8 @@ def env(tmp_path, monkeypatch):
         CONF.set_override("connection", url, group="database")
         try:
             ctx = volattach_context.RequestContext(user_id="u", project_id="p")
-            instance = types.SimpleNamespace(uuid=str(uuid.uuid4()), host="h1")
+            instance = types.SimpleNamespace(uuid=db_fixtures.instance_row(),
+                                             host="h1")
             objects.BlockDeviceMapping(   # the root disk
                 ctx, uuid=str(uuid.uuid4()), instance_uuid=instance.uuid,
                 source_type="image", destination_type="local",

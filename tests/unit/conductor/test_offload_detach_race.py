@@ -1,9 +1,10 @@
 """Offload racing a detach (found by the interleaving tier, seed 1303): the
 offload swaps each record's attachment for a connector-less one while a
 detach that was already under way takes the record.  Unit test of the two
-conductor tasks with test doubles for the compute RPC client, the volume
-API and the objects."""
+conductor tasks with test doubles for the compute RPC client and the volume
+API; the detach's records are real (SQLite), the offload's are doubles."""
 import types
+import uuid
 from unittest import mock
 
 import pytest
@@ -13,6 +14,9 @@ from volattach import exception
 from volattach import objects
 from volattach.conductor.tasks import detach as detach_task
 from volattach.conductor.tasks import shelve as shelve_task
+from volattach import context as volattach_context
+from volattach.db import api as db_api
+from tests import db_fixtures
 
 objects.register_all()
 
@@ -67,24 +71,82 @@ def test_offload_deletes_its_new_attachment_when_the_record_is_gone(instance):
     events.return_value.success.assert_called_once_with()
 
 
-def test_detach_deletes_the_attachment_an_offload_put_on_the_record(instance):
-    record = Record("att-old")
-    volume = mock.Mock()
+@pytest.fixture
+def database(tmp_path):
+    with db_fixtures.configured_compute_database("sqlite", tmp_path) as url:
+        yield url
+
+
+def _stored_record(attachment_id):
+    """A real volume record (SQLite) of a real server row."""
+    ctx = volattach_context.RequestContext(user_id="alice", project_id="demo")
+    instance_uuid = db_fixtures.instance_row()
+    bdm = objects.BlockDeviceMapping(
+        ctx, uuid=str(uuid.uuid4()), instance_uuid=instance_uuid,
+        source_type="volume", destination_type="volume", volume_id="vol-1",
+        device_name="/dev/vdb", boot_index=None, attachment_id=attachment_id,
+        connection_info='{"driver_volume_type": "fake"}')
+    bdm.create()
+    return ctx, instance_uuid, bdm
+
+
+class OffloadingVolumeAPI:
+    """A volume API double whose attachment_delete of ``at`` is where an
+    offload (it swaps the record's attachment, ``shelve._offload``) lands."""
+
+    def __init__(self, record, at):
+        self._record, self._at = record, at
+        self.deleted = []
+        self.rolled_back = []
+
+    def roll_detaching(self, ctx, volume_id):
+        self.rolled_back.append(volume_id)
+
+    def attachment_delete(self, ctx, attachment_id):
+        self.deleted.append(attachment_id)
+        if attachment_id == self._at:
+            swapped = objects.BlockDeviceMapping.get_by_volume_and_instance(
+                ctx, self._record.volume_id, self._record.instance_uuid)
+            swapped.attachment_id = "att-new"
+            swapped.connection_info = None
+            swapped.save()
+
+
+@pytest.mark.parametrize("swap_at", ["att-old", None],
+                         ids=["offload-during-delete", "no-offload"])
+def test_detach_deletes_the_attachment_an_offload_put_on_the_record(
+        database, swap_at):
+    """The offload's swap lands while the detach deletes the old attachment
+    (after every read the detach makes of the record): the detach deletes
+    the new attachment too, and the record goes."""
+    ctx, instance_uuid, record = _stored_record("att-old")
+    volume = OffloadingVolumeAPI(record, at=swap_at)
     task = detach_task.DetachVolumeTask(_manager(volume))
-    fresh = types.SimpleNamespace(uuid="inst-1", host="h1", task_state=None)
-    swapped = types.SimpleNamespace(attachment_id="att-new")
+    instance = objects.Instance(ctx, uuid=instance_uuid, host="h1", task_state=None)
     with mock.patch.object(detach_task.objects, "Instance") as instances, \
-            mock.patch.object(detach_task.objects, "BlockDeviceMapping") as bdms, \
-            mock.patch.object(detach_task.base, "Event"), \
+            mock.patch.object(detach_task.base, "Event") as events, \
             mock.patch.object(detach_task, "notify_volume"):
-        instances.get_by_uuid.return_value = fresh
-        # first read: the record as the detach found it; second read (after
-        # the unplug): the offload has swapped its attachment meanwhile
-        bdms.get_by_volume_and_instance.side_effect = [record, swapped]
-        task.detach_volume(mock.sentinel.ctx, instance, "vol-1")
-    deleted = [c.args[1] for c in volume.attachment_delete.call_args_list]
-    assert deleted == ["att-old", "att-new"]
-    assert record.destroyed
+        instances.get_by_uuid.return_value = instance
+        task.detach_volume(ctx, instance, "vol-1")
+    events.return_value.success.assert_called_once_with()
+    assert volume.rolled_back == []
+    assert volume.deleted == (["att-old", "att-new"] if swap_at else ["att-old"])
+    assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
+
+
+def test_a_destroy_if_attachment_leaves_a_swapped_record(database):
+    ctx, instance_uuid, record = _stored_record("att-old")
+    stale = objects.BlockDeviceMapping.get_by_volume_and_instance(
+        ctx, "vol-1", instance_uuid)
+    record.attachment_id = "att-new"
+    record.save()
+    assert stale.destroy_if_attachment("att-old") is False
+    assert [r["attachment_id"] for r in
+            db_api.bdm_get_by_instance_uuids([instance_uuid])] == ["att-new"]
+    assert stale.destroy_if_attachment("att-new") is True
+    assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
+    # gone already (a server delete took it): nothing to wait for
+    assert stale.destroy_if_attachment("att-new") is True
 
 
 @pytest.mark.parametrize("state", ["shelving", "shelving_offloading", "migrating"])

@@ -5,7 +5,6 @@ one UPDATE; a BDM saves in one UPDATE ... RETURNING; the compute's
 reservation creates its BDM only if no mapping was added since it listed
 them)."""
 import contextlib
-import json
 import uuid
 
 import pytest
@@ -56,12 +55,7 @@ def _context(request_id=None):
 
 
 def _instance_uuid():
-    instance_uuid = str(uuid.uuid4())
-    db_api.instance_create({"uuid": instance_uuid, "project_id": "demo",
-                            "user_id": "alice", "vm_state": "active",
-                            "power_state": 1, "locked": False, "launch_index": 0,
-                            "deleted": 0, "flavor": json.dumps({"flavorid": "1"})})
-    return instance_uuid
+    return db_fixtures.instance_row()
 
 
 # -- instance-action events ---------------------------------------------------------
@@ -204,3 +198,72 @@ def test_create_if_none_added(database):
         "/dev/vdd", "t", True)
     with pytest.raises(exception.ObjectActionError):
         fresh.create_if_none_added([])
+
+
+def _mark_instance(instance_uuid, **values):
+    db_api.instance_update(instance_uuid, values)
+
+
+@pytest.mark.parametrize("create", ["create", "create_if_none_added"])
+def test_no_mapping_is_created_for_a_deleted_server(database, create):
+    ctx = _context()
+    instance_uuid = _instance_uuid()
+    db_api.instance_destroy(instance_uuid)
+    bdm = _bdm(ctx, instance_uuid)
+    with pytest.raises(exception.InstanceNotFound):
+        if create == "create":
+            bdm.create()
+        else:
+            bdm.create_if_none_added([])
+    assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
+
+
+@pytest.mark.parametrize("create", ["create", "create_if_none_added"])
+def test_no_mapping_is_created_for_a_server_being_deleted(database, create):
+    ctx = _context()
+    instance_uuid = _instance_uuid()
+    _mark_instance(instance_uuid, task_state="deleting")
+    bdm = _bdm(ctx, instance_uuid)
+    with pytest.raises(exception.InstanceInvalidState):
+        if create == "create":
+            bdm.create()
+        else:
+            bdm.create_if_none_added([])
+    assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
+
+
+@pytest.mark.postgres
+def test_a_mapping_create_waits_for_a_delete_marking_the_server(tmp_path):
+    """PostgreSQL: the create share-locks the instance row, so a delete's
+    uncommitted ``deleting`` is waited for, not read past (read committed
+    would otherwise see the old task state and add a mapping the delete's
+    later read of the mappings could miss)."""
+    import threading
+    import sqlalchemy as sa
+    with db_fixtures.configured_compute_database("postgresql", tmp_path) as url:
+        ctx = _context()
+        instance_uuid = _instance_uuid()
+        other = sa.create_engine(url)
+        outcome = {}
+
+        def create():
+            try:
+                _bdm(ctx, instance_uuid).create()
+                outcome["created"] = True
+            except exception.InstanceInvalidState:
+                outcome["refused"] = True
+        try:
+            with other.connect() as conn:
+                trans = conn.begin()
+                conn.execute(sa.text("UPDATE instances SET task_state = 'deleting' "
+                                     "WHERE uuid = :u"), {"u": instance_uuid})
+                creator = threading.Thread(target=create)
+                creator.start()
+                creator.join(1.0)
+                assert creator.is_alive(), outcome   # waiting on the row lock
+                trans.commit()
+            creator.join(10)
+        finally:
+            other.dispose()
+        assert outcome == {"refused": True}
+        assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []

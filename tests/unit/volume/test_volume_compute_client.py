@@ -47,3 +47,19 @@ def test_swap_request_and_refusal(tmp_path):
         with pytest.raises(exception.InvalidVolume,
                            match="refused to swap volume old of server srv"):
             client.swap_volume("srv", "old", "new")
+
+
+@pytest.mark.parametrize("listen,port,expected", [
+    ("127.0.0.1", 60243, "http://127.0.0.1:60243/v2.1"),
+    ("0.0.0.0", 8774, "http://127.0.0.1:8774/v2.1"),
+    ("::1", 8774, "http://[::1]:8774/v2.1"),
+])
+def test_unset_endpoint_is_the_own_compute_api(tmp_path, listen, port, expected):
+    """volattach-all on other ports: the volume service asks its own
+    compute API to swap (not whatever answers on 8774)."""
+    conf = make_conf(tmp_path)
+    conf.set_override("listen", listen, group="api")
+    conf.set_override("port", port, group="api")
+    assert compute_client.compute_endpoint(conf) == expected
+    conf.set_override("compute_endpoint", "http://nova:8774/v2.1", group="volume")
+    assert compute_client.compute_endpoint(conf) == "http://nova:8774/v2.1"
