@@ -2,6 +2,7 @@
 import contextlib
 import copy
 import datetime
+import re
 import threading
 
 from oslo_versionedobjects import base as ovo_base
@@ -185,6 +186,15 @@ class VolattachObject(ovo_base.VersionedObject):
                 elif type(value) is python_type:
                     values[attr] = value
                     continue
+                elif (python_type is _ISOTIME and type(value) is str
+                        and _ISOTIME_UTC.fullmatch(value)):
+                    # oslo's own wire format (isotime: seconds, "Z"): what
+                    # iso8601 and the coercion give, parsed in C
+                    try:
+                        values[attr] = _fromisoformat(value)
+                        continue
+                    except ValueError:
+                        pass        # (hour 24, day 31 of April...): oslo's
             setattr(self, name, fields_[name].from_primitive(self, name, value))
         self._changed_fields = {x for x in changes if x in fields_}
         return self
@@ -279,16 +289,27 @@ def _raw_plan(cls):
 
 _wire_plans = {}
 
+# A timezone-aware DateTimeField in a wire plan: its values come as strings,
+# oslo's isotime format "2026-08-01T12:30:45Z" (UTC, whole seconds).
+# iso8601.parse_date (oslo's from_primitive) gives that string's datetime with
+# tzinfo datetime.timezone.utc, which the coercion keeps; so does
+# datetime.fromisoformat, without iso8601's Python parsing.  Any other string
+# (offsets, fractions, spaces...) goes through oslo's from_primitive.
+_ISOTIME = object()
+_ISOTIME_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z",
+                          re.ASCII)
+_fromisoformat = datetime.datetime.fromisoformat
+
 
 def _wire_plan(cls):
     """``{name: (storage attribute, python type or None, nullable)}`` of
     ``cls``'s fields, for values that come from primitives: the python type
-    of a plain field (``_raw_plan``), None for any other (datetimes come as
-    strings)."""
+    of a plain field (``_raw_plan``), ``_ISOTIME`` for a timezone-aware
+    DateTimeField (datetimes come as strings), None for any other."""
     plan = _wire_plans.get(cls)
     if plan is None:
         plan = _wire_plans[cls] = {
-            name: (attr, None if python_type is datetime.datetime
+            name: (attr, _ISOTIME if python_type is datetime.datetime
                    else python_type, nullable)
             for name, attr, python_type, nullable in _raw_plan(cls)}
     return plan

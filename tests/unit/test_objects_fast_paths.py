@@ -251,3 +251,52 @@ def test_what_changed_looks_into_objects_held_by_any_field_that_can():
     service.connector.name = "renamed"
     assert service.obj_what_changed() == {"connector"}
     assert service.obj_what_changed() == _oslos(service, "obj_what_changed")()
+
+
+@pytest.mark.parametrize("text", [
+    "2026-08-01T12:30:45Z",              # oslo's own format (isotime)
+    "2026-08-01T12:30:45.123456Z",       # the others: oslo's parsing
+    "2026-08-01T12:30:45+02:00",
+    "2026-08-01T12:30:45",
+    "2026-08-01 12:30:45Z",
+    "2026-02-30T12:30:45Z",              # the fast path's pattern, not a date
+    "2026-08-01T24:00:00Z",
+    "2026-08-01T12:30:60Z",
+])
+def test_from_primitive_parses_datetimes_as_oslo(text):
+    primitive = _instance().obj_to_primitive()
+    primitive["volattach_object.data"]["launched_at"] = text
+    try:
+        theirs = _oslo_from_primitive(objects.Instance, primitive)
+    except ValueError:
+        with pytest.raises(ValueError):
+            objects.Instance.obj_from_primitive(primitive)
+        return
+    ours = objects.Instance.obj_from_primitive(primitive)
+    assert _state(ours) == _state(theirs)
+    assert ours.launched_at.tzinfo == theirs.launched_at.tzinfo
+    assert ours.launched_at.utcoffset() == theirs.launched_at.utcoffset()
+
+
+def test_from_primitive_datetime_none_and_wire_format():
+    instance = _instance(updated_at=None)
+    primitive = instance.obj_to_primitive()
+    assert primitive["volattach_object.data"]["launched_at"] == "2026-08-01T12:30:45Z"
+    back = objects.Instance.obj_from_primitive(primitive)
+    assert back.launched_at == NOW and back.launched_at.tzinfo is datetime.timezone.utc
+    assert back.updated_at is None
+
+
+def test_fill_leaves_missing_columns_unset_and_coerces_odd_types():
+    row = {"uuid": str(uuid.uuid4()), "vm_state": "active", "host": None,
+           "locked": 1, "launch_index": "3", "launched_at": NOW,
+           "created_at": "2026-08-01T12:30:45Z"}
+    filled = base.fill(objects.Instance(None), row)
+    coerced = objects.Instance(None)
+    for name, value in row.items():
+        setattr(coerced, name, value)
+    assert _state(filled)[0] == _state(coerced)[0]
+    assert filled.obj_what_changed() == set()
+    for name in ("id", "display_name", "updated_at", "flavor"):
+        assert not filled.obj_attr_is_set(name)
+    assert filled.host is None and filled.locked is True and filled.launch_index == 3
