@@ -22,6 +22,22 @@ caps answered 431/413) this module adds:
   ``[wsgi] keepalive_timeout``;
 - at most ``[wsgi] max_connections`` connections are open at once (waitress
   stops accepting until one closes).
+
+And three things waitress does per request that cost CPU for nothing here
+(``benchmarks/README.md``, 2026-11-25):
+
+- a 204 or 304 answer closed the connection (waitress closes every HTTP/1.1
+  answer without ``Content-Length``, and drops that header from bodiless
+  answers): the connection is kept, such an answer ends with its head
+  (RFC 9112, 6.3);
+- the head and the first body chunk went out in two ``send`` calls (two
+  wake-ups of the client): they go out in one;
+- each finished request woke the event loop through its wake-up pipe, so
+  that the loop polled the connection for reading again: the connection
+  stays polled for reading while its request runs
+  (``channel_request_lookahead`` 1, which also notices a client that hangs
+  up mid-request), and the wake-up is skipped when the loop has nothing to
+  do for the connection (nothing left to send, not closing).
 """
 import re
 import threading
@@ -33,6 +49,7 @@ from waitress import adjustments
 from waitress import channel as waitress_channel
 from waitress import parser as waitress_parser
 from waitress import server as waitress_server
+from waitress import task as waitress_task
 from waitress import utilities as waitress_utilities
 
 LOG = logging.getLogger(__name__)
@@ -88,11 +105,95 @@ class RequestParser(waitress_parser.HTTPRequestParser):
                 "Absolute-form request target refused")
 
 
+# The channel whose request this thread is running (waitress pool threads).
+_serving = threading.local()
+
+
+class Task(waitress_task.WSGITask):
+    """waitress's WSGI task: keeps the connection after a 204 or 304 and
+    sends the head with the first body chunk."""
+
+    _bodiless_keepalive = False
+
+    def build_response_header(self):
+        # waitress closes an HTTP/1.1 connection whose answer has no
+        # Content-Length; a 1xx, 204 or 304 answer has none (the header is
+        # dropped), yet its length is known: it ends with its head.
+        self._bodiless_keepalive = (
+            self.version == "1.1" and not self.has_body
+            and not self.close_on_finish
+            and self.request.headers.get("CONNECTION", "").lower() != "close")
+        try:
+            return super().build_response_header()
+        finally:
+            self._bodiless_keepalive = False
+
+    def set_close_on_finish(self):
+        if self._bodiless_keepalive:
+            return      # the "no Content-Length" reason, for a bodiless answer
+        super().set_close_on_finish()
+
+    def write(self, data):
+        if self.wrote_header:
+            return super().write(data)
+        # The first write sends the head: hold it, and whatever of ``data``
+        # goes out with it, and send them together.
+        channel = self.channel
+        channel.held = []
+        try:
+            return super().write(data)
+        finally:
+            held, channel.held = channel.held, None
+            if held:
+                channel.write_soon(held[0] if len(held) == 1
+                                   else b"".join(held))
+
+
 class Channel(waitress_channel.HTTPChannel):
     """A connection; remembers when the request head now arriving began."""
 
     parser_class = RequestParser
+    task_class = Task
     head_started = None
+    # Output held by Task.write (the head and the first chunk), or None.
+    held = None
+    # What readable() last answered the event loop (None while it decides):
+    # whether the loop polls this connection for reading.
+    polled_for_read = None
+
+    def write_soon(self, data):
+        held = self.held
+        if held is not None:
+            if data.__class__ is bytes:
+                held.append(data)
+                return len(data)
+            # anything else (a bytearray, a file wrapper) goes after what
+            # is held
+            self.held = None
+            if held:
+                super().write_soon(b"".join(held))
+        return super().write_soon(data)
+
+    def readable(self):
+        self.polled_for_read = None
+        readable = super().readable()
+        self.polled_for_read = readable
+        return readable
+
+    def loop_has_nothing_to_do(self):
+        """After this connection's request: whether the event loop already
+        polls it for reading and has nothing to send nor close, so that
+        waking it up would change nothing."""
+        return bool(self.polled_for_read and not self.requests
+                    and not self.total_outbufs_len and not self.will_close
+                    and not self.close_when_flushed)
+
+    def service(self):
+        _serving.channel = self
+        try:
+            super().service()
+        finally:
+            _serving.channel = None
 
     def received(self, data):
         now = time.monotonic()
@@ -142,6 +243,16 @@ class Server(waitress_server.TcpWSGIServer):
         if ":" in host:
             host = "[%s]" % host
         return "http://%s:%d" % (host, self.port)
+
+    def pull_trigger(self):
+        # waitress wakes the loop at the end of every request; skip it when
+        # the loop would find nothing to do (see Channel).  Any other call
+        # (a task flushing or waiting for room) finds a request running or
+        # output pending, and wakes it.
+        channel = getattr(_serving, "channel", None)
+        if channel is not None and channel.loop_has_nothing_to_do():
+            return
+        super().pull_trigger()
 
     def maintenance(self, now):
         super().maintenance(now)
@@ -195,7 +306,10 @@ def _adjustments(conf, host, port):
         asyncore_loop_timeout=1,
         max_request_body_size=wsgi.max_request_body_size,
         max_request_header_size=wsgi.max_request_header_size,
-        ident="volattach", expose_tracebacks=False, asyncore_use_poll=True)
+        ident="volattach", expose_tracebacks=False, asyncore_use_poll=True,
+        # a connection stays polled for reading while its request runs, so
+        # the end of a request need not wake the loop (Server.pull_trigger)
+        channel_request_lookahead=1)
 
 
 def _logged(app, logger):

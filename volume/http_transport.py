@@ -16,6 +16,11 @@ TLS and the timeout come from the keystoneauth options of ``[cinder]``
 (``cafile``, ``certfile``, ``keyfile``, ``insecure``, ``timeout``,
 ``tls_ciphers``, ``tls_min_version``); without ``cafile`` the system's
 trust store verifies the server.  Compressed answers are decoded.
+
+The pools' connections (urllib3's, through ``ConnectionCls``) send a
+request's head and its body in one ``send``: urllib3 sends them apart, which
+costs a system call and, on the server, often a second wake-up to read the
+body (``benchmarks/README.md``, 2026-11-25).
 """
 import json
 import os
@@ -27,6 +32,8 @@ import urllib.request
 import weakref
 
 import urllib3
+from urllib3 import connection as u3_connection
+from urllib3 import connectionpool as u3_connectionpool
 from urllib3 import exceptions as u3_exc
 
 _TLS_VERSIONS = {"1.0": ssl.TLSVersion.TLSv1, "1.1": ssl.TLSVersion.TLSv1_1,
@@ -100,6 +107,60 @@ def tls_context(group):
     return context
 
 
+class _OneSendRequest:
+    """A urllib3 connection that sends the head of a request with a bytes
+    body together with that body (urllib3 sends the body as one chunk right
+    after the head)."""
+
+    _hold_head = False
+    _held_head = None
+
+    def request(self, method, url, body=None, headers=None, **kwargs):
+        self._hold_head = body.__class__ is bytes and len(body) > 0
+        try:
+            super().request(method, url, body=body, headers=headers, **kwargs)
+        except BaseException:
+            self._held_head = None
+            raise
+        finally:
+            self._hold_head = False
+        if self._held_head is not None:    # no body was sent after all
+            head, self._held_head = self._held_head, None
+            super().send(head)
+
+    def send(self, data):
+        if self._hold_head:
+            # http.client sends the whole head at once: keep it for the body
+            self._hold_head = False
+            self._held_head = data
+            return
+        if self._held_head is not None:
+            data, self._held_head = self._held_head + data, None
+        super().send(data)
+
+
+class _HTTPConnection(_OneSendRequest, u3_connection.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_OneSendRequest, u3_connection.HTTPSConnection):
+    pass
+
+
+class _HTTPConnectionPool(u3_connectionpool.HTTPConnectionPool):
+    ConnectionCls = _HTTPConnection
+
+
+class _HTTPSConnectionPool(u3_connectionpool.HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+_POOL_CLASSES = {"http": _HTTPConnectionPool, "https": _HTTPSConnectionPool}
+
+# No retries, no redirects (``Transport.request``): one Retry for every
+# call (urllib3 builds one per call from ``retries=False`` otherwise).
+_NO_RETRIES = urllib3.Retry(total=False, redirect=False)
+
 _TRANSPORTS = weakref.WeakSet()
 
 
@@ -160,6 +221,7 @@ class Transport:
                 manager = urllib3.ProxyManager(proxy, **kwargs)
             else:
                 manager = urllib3.PoolManager(**kwargs)
+            manager.pool_classes_by_scheme = _POOL_CLASSES
             self._managers[(proxy, parts.scheme)] = manager
         return manager
 
@@ -169,8 +231,8 @@ class Transport:
         try:
             raw = pool.urlopen(
                 method, target, body=body, headers=headers, redirect=False,
-                retries=False, assert_same_host=False, preload_content=True,
-                decode_content=True)
+                retries=_NO_RETRIES, assert_same_host=False,
+                preload_content=True, decode_content=True)
         except (u3_exc.NewConnectionError, u3_exc.ConnectTimeoutError,
                 u3_exc.NameResolutionError) as exc:
             raise NotSent("Unable to establish connection to %s: %s"

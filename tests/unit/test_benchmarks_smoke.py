@@ -157,3 +157,40 @@ def test_route_of_hides_ids():
     assert profile_d.route_of(
         "/v3/0123456789abcdef0123456789abcdef/volumes/"
         "6f1c1b8e-3b1a-4c6e-9d3b-2f1e0d9c8b7a") == "/v3/{project}/volumes/{id}"
+
+
+def test_bytecodes_counts_a_few_cycles(tmp_path):
+    out = tmp_path / "bytecodes.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bytecodes", "--cycles", "2",
+         "--poll-wait", "0.05", "--output", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    with open(out) as f:
+        data = json.load(f)
+    assert data["cycles"] == 2 and data["errors"] == 0
+    assert data["bytecodes_per_cycle"] > 1000
+    # the API and the volume service ran on traced threads, the client did not
+    assert any(name.startswith("api/") for name in data["functions"])
+    assert not any(name.startswith("benchmarks/load.py") for name in data["functions"])
+    from benchmarks import bytecodes
+    text = bytecodes.compare(data, data)
+    assert "(+0.0 %)" in text and "by module" in text
+
+
+def test_ab_runs_rounds_on_each_tree(tmp_path):
+    out = tmp_path / "ab.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.ab", "--tree", "one=.", "--tree", "two=.",
+         "--rounds", "2", "--cycles", "2", "--output", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    with open(out) as f:
+        data = json.load(f)
+    assert set(data["rounds"]) == {"one", "two"}
+    for rounds in data["rounds"].values():
+        assert len(rounds) == 2
+        assert all(r["cycles"] >= 2 and r["errors"] == 0 and r["cpu_ms"] > 0
+                   for r in rounds)
+    assert data["medians"]["one"]["ratio_to_one"] == 1.0
+    assert "ratio to one" in result.stdout

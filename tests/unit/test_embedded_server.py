@@ -288,3 +288,174 @@ def test_shutdown_lets_a_running_request_finish():
     assert s.server.thread is None
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", s.port), timeout=1).recv(1)
+
+
+# -- what volattach changes of waitress's per-request work --------------------
+
+def status_app(status, body=b""):
+    def app(environ, start_response):
+        environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        headers = [("Content-Type", "text/plain")]
+        if body:
+            headers.append(("Content-Length", str(len(body))))
+        start_response(status, headers)
+        return [body]
+    return app
+
+
+@pytest.mark.parametrize("status", ["204 No Content", "304 Not Modified"])
+def test_bodiless_answers_keep_the_connection(status):
+    # waitress alone closes any HTTP/1.1 answer without Content-Length; a
+    # 204 or 304 has none, and ends with its head
+    s = Served(app=status_app(status))
+    try:
+        sock = s.raw()
+        for _ in range(3):
+            sock.sendall(b"POST /a HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Length: 2\r\n\r\nab")
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = sock.recv(65536)
+                assert chunk, "the server closed the connection"
+                head += chunk
+            assert status_of(head) == int(status[:3])
+            assert b"connection: close" not in head.lower()
+            assert b"content-length" not in head.lower()
+            assert head.endswith(b"\r\n\r\n")
+        sock.close()
+        assert s.calls == 3
+    finally:
+        s.stop()
+
+
+def test_bodiless_answer_to_connection_close_still_closes():
+    s = Served(app=status_app("204 No Content"))
+    try:
+        out, seconds = s.exchange(b"GET /a HTTP/1.1\r\nHost: x\r\n"
+                                  b"Connection: close\r\n\r\n")
+        assert status_of(out) == 204
+        assert b"connection: close" in out.lower()
+        assert seconds < 2
+    finally:
+        s.stop()
+
+
+def test_answer_without_length_is_still_chunked_and_kept(served):
+    def streamed(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return iter([b"ab", b"cd"])
+    s = Served(app=streamed)
+    try:
+        conn = s.connection()
+        conn.request("GET", "/a")
+        response = conn.getresponse()
+        assert response.read() == b"abcd"
+        assert response.getheader("Transfer-Encoding") == "chunked"
+    finally:
+        s.stop()
+
+
+def test_head_and_body_go_out_in_one_send(served, monkeypatch):
+    sent = []
+    original = embedded_server.Channel.send
+
+    def send(self, data, do_close=True):
+        sent.append(bytes(data))
+        return original(self, data, do_close=do_close)
+    monkeypatch.setattr(embedded_server.Channel, "send", send)
+    conn = served.connection()
+    conn.request("GET", "/one")
+    body = conn.getresponse().read()
+    conn.close()
+    assert len(sent) == 1
+    assert sent[0].startswith(b"HTTP/1.1 200 OK\r\n")
+    assert sent[0].endswith(body)
+
+
+def test_keep_alive_requests_do_not_wake_the_event_loop(served, monkeypatch):
+    pulls = []
+    trigger = served.server.trigger
+    original = trigger.pull_trigger
+    monkeypatch.setattr(trigger, "pull_trigger",
+                        lambda *a: (pulls.append(1), original(*a)))
+    conn = served.connection()
+    for i in range(20):
+        conn.request("GET", "/r%d" % i)
+        assert json.loads(conn.getresponse().read())["PATH_INFO"] == "/r%d" % i
+    conn.close()
+    # the loop may be mid-decision now and then (a pull is then needed),
+    # but not once per request
+    assert len(pulls) < 10
+
+
+def test_large_answer_to_a_slow_reader_is_sent_whole():
+    # the task cannot send it all: the loop must be woken to send the rest
+    big = b"x" * (8 << 20)
+    s = Served(app=status_app("200 OK", big))
+    try:
+        sock = s.raw(timeout=10)
+        for _ in range(2):
+            sock.sendall(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+            time.sleep(0.3)        # let the socket buffers fill up
+            response = read_response(sock)
+            assert status_of(response) == 200
+            assert response.endswith(big)
+        sock.close()
+    finally:
+        s.stop()
+
+
+def test_pipelined_requests_are_answered_in_order(served):
+    sock = served.raw()
+    sock.sendall(b"GET /first HTTP/1.1\r\nHost: x\r\n\r\n"
+                 b"GET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+    data = b""
+    while data.count(b"HTTP/1.1 200 OK") < 2 or not data.endswith(b"}"):
+        chunk = sock.recv(65536)
+        assert chunk
+        data += chunk
+    sock.close()
+    assert 0 < data.index(b'"/first"') < data.index(b"HTTP/1.1 200 OK", 1) \
+        < data.index(b'"/second"')
+
+
+def test_client_gone_mid_request_leaves_the_server_serving():
+    started, release = threading.Event(), threading.Event()
+
+    def slow(environ, start_response):
+        started.set()
+        release.wait(5)
+        start_response("200 OK", [("Content-Length", "2")])
+        return [b"ok"]
+    s = Served(app=slow)
+    try:
+        sock = s.raw()
+        sock.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert started.wait(5)
+        sock.close()
+        time.sleep(0.2)
+        release.set()
+        conn = s.connection()
+        conn.request("GET", "/next")
+        assert conn.getresponse().read() == b"ok"
+        conn.close()
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize("chunks", [[bytearray(b"abcdef")], [b"abc", bytearray(b"def")],
+                                    [memoryview(b"abcdef")]])
+def test_bodies_that_are_not_bytes_follow_the_head(chunks):
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Length", "6")])
+        return chunks
+    s = Served(app=app)
+    try:
+        conn = s.connection()
+        for _ in range(2):
+            conn.request("GET", "/a")
+            response = conn.getresponse()
+            assert response.status == 200 and response.read() == b"abcdef"
+        conn.close()
+    finally:
+        s.stop()

@@ -414,3 +414,19 @@ def test_rpc_init_still_fails_for_other_missing_drivers(monkeypatch, url):
     with pytest.raises(messaging.DriverLoadFailure):
         rpc.init(CONF, url="nosuch://")
     rpc.cleanup()
+
+
+def test_wire_copy_copies_every_container_and_refuses_the_rest():
+    leaf = {"c": [1, "x", None, 2.5, False]}
+    value = {"a": [leaf, (leaf, [])], "b": leaf, "s": "t", "n": None}
+    copied = inproc.wire_copy(value)
+    assert copied == {"a": [leaf, [leaf, []]], "b": leaf, "s": "t", "n": None}
+    for got in (copied["b"], copied["a"][0], copied["a"][1][0]):
+        assert got is not leaf and got["c"] is not leaf["c"]
+    assert inproc.wire_copy("s") == "s" and inproc.wire_copy(None) is None
+    assert inproc.wire_copy((1, (2,))) == [1, [2]]
+    # values JSON would change (keys that are not strings, other types) go
+    # through the JSON round trip, however deep
+    assert inproc.wire_copy([{"k": {1: "x"}}]) == [{"k": {"1": "x"}}]
+    with pytest.raises(inproc._NotPlain):
+        inproc._plain_copy({"k": [object()]})
