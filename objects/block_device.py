@@ -124,10 +124,15 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
     @base.remotable
     def destroy_if_attachment(self, attachment_id):
         """Destroy this mapping only while it holds ``attachment_id``: True
-        when it is gone (now or before), False when it holds another
-        attachment (see ``db.api.bdm_destroy_if_attachment``)."""
+        when it is gone (now or before); False when it holds another
+        attachment, and then this object is what the record holds now
+        (see ``db.api.bdm_destroy_if_attachment``)."""
         from volattach.db import api as db_api
-        return db_api.bdm_destroy_if_attachment(self.id, attachment_id)
+        row = db_api.bdm_destroy_if_attachment(self.id, attachment_id)
+        if row is None:
+            return True
+        self._refresh(row)
+        return False
 
     def _refresh(self, row):
         base.fill(self, row)

@@ -70,7 +70,7 @@ def _destroy(bdm):
         LOG.exception("could not destroy BDM %s", bdm.uuid)
 
 
-def release_volume_record(context, volume_api, bdm):
+def release_volume_record(context, volume_api, bdm, volume_id=None):
     """Delete the attachment a volume's record holds, then the record,
     unless it holds another attachment by then; that one is deleted too
     and the record destroyed with it (``destroy_if_attachment``: a
@@ -79,10 +79,16 @@ def release_volume_record(context, volume_api, bdm):
     ``bdm`` may be older than the record: an attach saves its attachment
     into the record after a delete read it, an offload swaps it for a
     connector-less one after a detach read it.  Destroying the record as
-    read would leave that attachment on a volume no record points at."""
+    read would leave that attachment on a volume no record points at.
+    ``volume_id`` (a detach): stop once the record is another volume's
+    (a swap moved it onto its new volume, which stays attached)."""
     deleted = set()
-    holding = bdm.attachment_id
     for _ in range(RELEASE_TRIES):
+        holding = bdm.attachment_id
+        if volume_id is not None and bdm.volume_id != volume_id:
+            LOG.info("the record of volume %s on %s is volume %s's now; "
+                     "leaving it", volume_id, bdm.instance_uuid, bdm.volume_id)
+            return
         if holding and holding not in deleted:
             try:
                 base.retry_transient(volume_api.attachment_delete, context,
@@ -92,16 +98,8 @@ def release_volume_record(context, volume_api, bdm):
             deleted.add(holding)
         if base.retry_transient(bdm.destroy_if_attachment, holding):
             return
-        try:
-            current = base.retry_transient(
-                objects.BlockDeviceMapping.get_by_volume_and_instance,
-                context, bdm.volume_id, bdm.instance_uuid)
-        except exception.VolumeBDMNotFound:
-            return
-        LOG.info("the record of volume %s on %s holds attachment %s now; "
-                 "deleting that one too", bdm.volume_id, bdm.instance_uuid,
-                 current.attachment_id)
-        holding = current.attachment_id
+        LOG.info("the record of volume %s on %s holds attachment %s now",
+                 bdm.volume_id, bdm.instance_uuid, bdm.attachment_id)
     raise exception.VolattachException(
         "the record of volume %s kept changing during its release"
         % bdm.volume_id)

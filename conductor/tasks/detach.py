@@ -62,7 +62,8 @@ class DetachVolumeTask(base.TaskBase):
         try:
             # an offload may swap the record's attachment meanwhile: the
             # release deletes whichever it holds before the record goes
-            delete_task.release_volume_record(context, self.volume_api, bdm)
+            delete_task.release_volume_record(context, self.volume_api, bdm,
+                                              volume_id=volume_id)
         except Exception as error:
             LOG.exception("detach of volume %s: cleanup failed", volume_id)
             event.failure(error)

@@ -20,7 +20,7 @@ _BDM_INSERT_RETURNING = insert(c.BDMS).returning(*c.BDMS.c)
 _BDM_DELETE = delete(c.BDMS).where(c.BDMS.c.id == bindparam("bdm_id_"))
 _BDM_DELETE_IF_ATTACHMENT = _BDM_DELETE.where(
     c.BDMS.c.attachment_id.is_not_distinct_from(bindparam("attachment_id_")))
-_BDM_EXISTS = select(c.BDMS.c.id).where(c.BDMS.c.id == bindparam("bdm_id_"))
+_BDM_BY_ID = select(c.BDMS).where(c.BDMS.c.id == bindparam("bdm_id_"))
 # The instance a new mapping is for, read in the mapping's transaction and
 # share-locked there (PostgreSQL; SQLite's writes are serial): a delete
 # marks the instance (task_state ``deleting``, then ``deleted``) with an
@@ -116,16 +116,18 @@ def bdm_destroy(bdm_id):
 
 
 def bdm_destroy_if_attachment(bdm_id, attachment_id):
-    """Delete the BDM only while it holds ``attachment_id`` (a detach that
-    deleted that attachment).  True when the record is gone, now or before;
-    False, with nothing written, when it holds another attachment since (an
-    offload swapped it for a connector-less one)."""
+    """Delete the BDM only while it holds ``attachment_id`` (a detach or a
+    delete that deleted that attachment).  None when the record is gone,
+    now or before; its row, with nothing written, when it holds another
+    attachment since (an offload or a swap changed it, an attach saved its
+    attachment into it)."""
     params = {"bdm_id_": bdm_id, "attachment_id_": attachment_id}
 
     def destroy(conn):
         if conn.execute(_BDM_DELETE_IF_ATTACHMENT, params).rowcount:
-            return True
-        return conn.execute(_BDM_EXISTS, params).first() is None
+            return None
+        row = conn.execute(_BDM_BY_ID, params).mappings().first()
+        return dict(row) if row is not None else None
     return c.database().write(destroy)
 
 

@@ -145,6 +145,7 @@ def test_a_destroy_if_attachment_leaves_a_swapped_record(database):
     record.attachment_id = "att-new"
     record.save()
     assert stale.destroy_if_attachment("att-old") is False
+    assert stale.attachment_id == "att-new"          # what it holds now
     assert [r["attachment_id"] for r in
             db_api.bdm_get_by_instance_uuids([instance_uuid])] == ["att-new"]
     assert stale.destroy_if_attachment("att-new") is True
@@ -182,4 +183,26 @@ def test_a_delete_releases_the_attachment_saved_after_its_read(database):
     volume = OffloadingVolumeAPI(record, at=None)
     delete_task.release_instance_volumes(ctx, volume, read_by_delete)
     assert volume.deleted == ["att-of-the-attach"]
+    assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
+
+
+def test_a_detach_leaves_a_record_a_swap_moved_to_another_volume(database):
+    """The detach of vol-1 read the record before a swap moved it onto
+    vol-2 (new attachment): the detach deletes vol-1's attachment and
+    leaves the record, vol-2's now, attached."""
+    ctx, instance_uuid, record = _stored_record("att-old")
+    read_by_detach = objects.BlockDeviceMapping.get_by_volume_and_instance(
+        ctx, "vol-1", instance_uuid)
+    record.volume_id, record.attachment_id = "vol-2", "att-vol-2"   # the swap
+    record.save()
+    volume = OffloadingVolumeAPI(record, at=None)
+    delete_task.release_volume_record(ctx, volume, read_by_detach,
+                                      volume_id="vol-1")
+    assert volume.deleted == ["att-old"]
+    assert [(r["volume_id"], r["attachment_id"]) for r in
+            db_api.bdm_get_by_instance_uuids([instance_uuid])] == [
+        ("vol-2", "att-vol-2")]
+    # a server delete follows the record wherever it went
+    delete_task.release_instance_volumes(ctx, volume, [read_by_detach])
+    assert volume.deleted == ["att-old", "att-vol-2"]
     assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []

@@ -203,7 +203,8 @@ def test_the_rollback_destroys_the_record_after_a_database_restart(attach):
 
 @pytest.fixture
 def detach():
-    record = types.SimpleNamespace(attachment_id="att-1",
+    record = types.SimpleNamespace(attachment_id="att-1", volume_id="vol-1",
+                                   instance_uuid="inst-1",
                                    destroy_if_attachment=Flaky([], value=True))
     volume = mock.Mock()
     task = detach_task.DetachVolumeTask(types.SimpleNamespace(
