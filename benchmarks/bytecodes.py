@@ -127,15 +127,9 @@ def run(cycles, poll_wait):
     workdir = tempfile.mkdtemp(prefix="volattach-bench-bytecodes-")
     api_port, volume_port = deploy.free_port(), deploy.free_port()
     conf = volattach_conf.CONF
-    conf([], project="volattach", default_config_files=[])
-    for group, name, value in (
-            (None, "state_path", workdir),
-            ("api", "listen", "127.0.0.1"), ("volume", "listen", "127.0.0.1"),
-            ("database", "connection", "sqlite:///%s/volattach.sqlite" % workdir),
-            ("volume", "connection", "sqlite:///%s/volume.sqlite" % workdir),
-            ("api", "port", api_port), ("volume", "port", volume_port),
-            ("cinder", "endpoint", "http://127.0.0.1:%d/v3" % volume_port)):
-        conf.set_override(name, value, group=group)
+    deploy.override_in_process(
+        conf, workdir, api_port, volume_port,
+        extra=(("api", "listen", "127.0.0.1"), ("volume", "listen", "127.0.0.1")))
     logging.basicConfig(level=logging.WARNING)
     aio = AllInOne(conf).start()
     api_url = "http://127.0.0.1:%d" % api_port

@@ -61,6 +61,22 @@ def write_conf(path, sections):
     pathlib.Path(path).write_text("\n".join(lines))
 
 
+def override_in_process(conf, workdir, api_port, volume_port, extra=()):
+    """Set ``conf`` (the global CONF) for a volattach-all run in this
+    process: SQLite databases under ``workdir``, the two APIs on the given
+    ports, the compute's volume client on this volume service; ``extra``:
+    more ``(group, name, value)`` overrides."""
+    conf([], project="volattach", default_config_files=[])
+    for group, name, value in (
+            (None, "state_path", workdir),
+            ("database", "connection", "sqlite:///%s/volattach.sqlite" % workdir),
+            ("volume", "connection", "sqlite:///%s/volume.sqlite" % workdir),
+            ("api", "port", api_port), ("volume", "port", volume_port),
+            ("cinder", "endpoint", "http://127.0.0.1:%d/v3" % volume_port),
+            *extra):
+        conf.set_override(name, value, group=group)
+
+
 def free_port():
     from tests import utils
     return utils.free_port()

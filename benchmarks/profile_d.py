@@ -238,14 +238,7 @@ def count_run(cycles, workdir):
     instrument(counters)
     api_port, volume_port = deploy.free_port(), deploy.free_port()
     conf = volattach_conf.CONF
-    conf([], project="volattach", default_config_files=[])
-    for group, name, value in (
-            (None, "state_path", workdir),
-            ("database", "connection", "sqlite:///%s/volattach.sqlite" % workdir),
-            ("volume", "connection", "sqlite:///%s/volume.sqlite" % workdir),
-            ("api", "port", api_port), ("volume", "port", volume_port),
-            ("cinder", "endpoint", "http://127.0.0.1:%d/v3" % volume_port)):
-        conf.set_override(name, value, group=group)
+    deploy.override_in_process(conf, workdir, api_port, volume_port)
     import logging
     logging.basicConfig(level=logging.WARNING)
     aio = AllInOne(conf, serve_api=False).start()
