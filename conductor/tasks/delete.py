@@ -49,18 +49,20 @@ def release_instance_volumes(context, volume_api, bdms):
         if not bdm.is_volume:
             _destroy(bdm)
             continue
+        # as read (a detach's copy says never), not as the release may
+        # find the record later
+        doomed = bdm.volume_id if bdm.delete_on_termination else None
         try:
             release_volume_record(context, volume_api, bdm)
         except Exception:
             LOG.exception("could not release the attachment of volume %s",
                           bdm.volume_id)
             _destroy(bdm)
-        if bdm.delete_on_termination and bdm.volume_id:
+        if doomed:
             try:
-                base.retry_transient(volume_api.delete_volume, context,
-                                     bdm.volume_id)
+                base.retry_transient(volume_api.delete_volume, context, doomed)
             except Exception:
-                LOG.exception("could not delete volume %s", bdm.volume_id)
+                LOG.exception("could not delete volume %s", doomed)
 
 
 def _destroy(bdm):

@@ -206,3 +206,24 @@ def test_a_detach_leaves_a_record_a_swap_moved_to_another_volume(database):
     delete_task.release_instance_volumes(ctx, volume, [read_by_detach])
     assert volume.deleted == ["att-old", "att-vol-2"]
     assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
+
+
+def test_a_detach_copy_never_deletes_the_volume_even_if_the_record_changed(
+        database):
+    """The API's offloaded detach releases a copy marked keep-the-volume;
+    a record that changed meanwhile (read again by the release) must not
+    bring its delete_on_termination back."""
+    ctx, instance_uuid, record = _stored_record(None)
+    record.delete_on_termination = True
+    record.save()
+    copy = objects.BlockDeviceMapping.get_by_volume_and_instance(
+        ctx, "vol-1", instance_uuid)
+    copy.delete_on_termination = False             # _keep_volume
+    record.attachment_id = "att-late"
+    record.save()
+    volume = OffloadingVolumeAPI(record, at=None)
+    volume.delete_volume = lambda ctx, volume_id: volume.deleted.append(
+        "volume " + volume_id)
+    delete_task.release_instance_volumes(ctx, volume, [copy])
+    assert volume.deleted == ["att-late"]
+    assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
