@@ -40,6 +40,11 @@ TRANSIENT_ERRORS = (exception.DatabaseUnavailable,
                     exception.CinderConnectionFailed)
 
 
+def _log_retry(fn, error):
+    LOG.warning("%s failed (%s); trying again",
+                getattr(fn, "__qualname__", fn), error)
+
+
 def retry_transient(fn, *args, **kwargs):
     """``fn(*args, **kwargs)``, run again (exponential backoff) while it
     raises one of ``TRANSIENT_ERRORS``, for up to
@@ -52,20 +57,15 @@ def retry_transient(fn, *args, **kwargs):
     except TRANSIENT_ERRORS as error:
         if TRANSIENT_RETRY_SECONDS <= 0:
             raise
-        LOG.warning("%s failed (%s); trying again",
-                    getattr(fn, "__qualname__", fn), error)
+        _log_retry(fn, error)
         time.sleep(TRANSIENT_WAIT_START)
-
-    def _log(retry_state):
-        LOG.warning("%s failed (%s); trying again",
-                    getattr(fn, "__qualname__", fn),
-                    retry_state.outcome.exception())
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(TRANSIENT_ERRORS),
         stop=tenacity.stop_after_delay(TRANSIENT_RETRY_SECONDS),
         wait=tenacity.wait_exponential(multiplier=TRANSIENT_WAIT_START,
                                        max=TRANSIENT_WAIT_MAX),
-        before_sleep=_log, reraise=True)
+        before_sleep=lambda state: _log_retry(fn, state.outcome.exception()),
+        reraise=True)
     return retrying(fn, *args, **kwargs)
 
 
