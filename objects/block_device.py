@@ -25,7 +25,9 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
     #              reserve_block_device_name); same fields as 1.1
     # Version 1.3: destroy_if_attachment() (the conductor's detach); same
     #              fields as 1.1
-    VERSION = "1.3"
+    # Version 1.4: save_if_attachment() (the conductor's swap and offload);
+    #              same fields as 1.1
+    VERSION = "1.4"
 
     fields = dict(base.VolattachPersistentObject.fields, **{
         "id": fields.IntegerField(),
@@ -117,6 +119,20 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
                 self.id, {n: getattr(self, n) for n in names}))
 
     @base.remotable
+    def save_if_attachment(self, attachment_id):
+        """``save`` only while the record holds ``attachment_id`` (what the
+        caller read before changing it): True when saved; False when a
+        concurrent swap or offload moved it to another attachment, and then
+        this object is what the record holds now, its changes dropped.
+        ``BDMNotFound`` when a detach or a delete took the record."""
+        from volattach.db import api as db_api
+        names = [n for n in self.obj_what_changed() if n not in ("id", "uuid", "created_at")]
+        saved, row = db_api.bdm_update_if_attachment(
+            self.id, attachment_id, {n: getattr(self, n) for n in names})
+        self._refresh(row)
+        return saved
+
+    @base.remotable
     def destroy(self):
         from volattach.db import api as db_api
         db_api.bdm_destroy(self.id)
@@ -148,7 +164,8 @@ class BlockDeviceMappingList(base.ObjectListBase, base.VolattachObject):
     # Version 1.1: BlockDeviceMapping 1.1
     # Version 1.2: BlockDeviceMapping 1.2
     # Version 1.3: BlockDeviceMapping 1.3
-    VERSION = "1.3"
+    # Version 1.4: BlockDeviceMapping 1.4
+    VERSION = "1.4"
 
     fields = {"objects": fields.ListOfObjectsField("BlockDeviceMapping")}
 

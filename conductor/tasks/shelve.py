@@ -47,25 +47,7 @@ class ShelveTask(base.TaskBase):
                                                                        instance.uuid)
             self.compute_rpcapi.terminate_instance(context, instance, bdms)
             for bdm in bdms:
-                if not (bdm.is_volume and bdm.attachment_id):
-                    continue
-                new = self.volume_api.attachment_create(
-                    context, bdm.volume_id, instance.uuid,
-                    mode="ro" if bdm.attach_mode == "ro" else None)
-                self.volume_api.attachment_complete(context, new["id"])
-                old = bdm.attachment_id
-                bdm.attachment_id = new["id"]
-                bdm.connection_info = None
-                try:
-                    bdm.save()
-                except exception.BDMNotFound:
-                    # a detach that was already under way took the record
-                    # (and the old attachment): the new one is nobody's
-                    LOG.info("offload of %s: volume %s was detached meanwhile",
-                             instance.uuid, bdm.volume_id)
-                    self._cleanup_attachment(context, new["id"])
-                    continue
-                self._cleanup_attachment(context, old)
+                self._offload_volume(context, instance, bdm)
             instance.host = None
             instance.node = None
             instance.vm_state = instance_obj.SHELVED_OFFLOADED
@@ -78,6 +60,46 @@ class ShelveTask(base.TaskBase):
             event.failure(error)
             return
         event.success()
+
+    # A record moved again between two tries (a swap per try) is not one
+    # a user can make: past this, the offload fails and can be retried.
+    OFFLOAD_VOLUME_TRIES = 5
+
+    def _offload_volume(self, context, instance, bdm):
+        """Put a connector-less attachment (completed) in the record in place
+        of its host's one.  The record is saved only while it holds the
+        attachment read (compare-and-swap): a swap that moved it to another
+        volume meanwhile gets that volume offloaded in turn; a detach that
+        took it leaves nothing to do."""
+        for _ in range(self.OFFLOAD_VOLUME_TRIES):
+            if not (bdm.is_volume and bdm.attachment_id):
+                return
+            new = self.volume_api.attachment_create(
+                context, bdm.volume_id, instance.uuid,
+                mode="ro" if bdm.attach_mode == "ro" else None)
+            self.volume_api.attachment_complete(context, new["id"])
+            old = bdm.attachment_id
+            bdm.attachment_id = new["id"]
+            bdm.connection_info = None
+            try:
+                saved = bdm.save_if_attachment(old)
+            except exception.BDMNotFound:
+                # a detach that was already under way took the record
+                # (and the old attachment): the new one is nobody's
+                LOG.info("offload of %s: volume %s was detached meanwhile",
+                         instance.uuid, bdm.volume_id)
+                self._cleanup_attachment(context, new["id"])
+                return
+            if saved:
+                self._cleanup_attachment(context, old)
+                return
+            LOG.info("offload of %s: the record of %s moved to volume %s, "
+                     "attachment %s, meanwhile", instance.uuid, old,
+                     bdm.volume_id, bdm.attachment_id)
+            self._cleanup_attachment(context, new["id"])
+        raise exception.InstanceInvalidState(
+            method="shelve_offload", instance_uuid=instance.uuid,
+            attr="attachment of volume %s" % bdm.volume_id, state=bdm.attachment_id)
 
     def unshelve_instance(self, context, instance):
         if instance.vm_state == instance_obj.SHELVED:

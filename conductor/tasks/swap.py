@@ -1,6 +1,7 @@
 """Swap a server's volume for another (the new attachment reserved by the API)."""
 import logging
 
+from volattach import exception
 from volattach import objects
 from volattach.conductor.tasks import base
 from volattach.objects.notification import notify_volume
@@ -42,23 +43,27 @@ class SwapVolumeTask(base.TaskBase):
         except Exception as error:
             LOG.warning("swap of %s to %s on %s failed: %s", old_volume_id,
                         new_volume_id, instance.uuid, error)
-            self._cleanup_attachment(context, new_attachment_id)
-            try:
-                base.retry_transient(self.volume_api.roll_detaching,
-                                     context, old_volume_id)
-            except Exception:
-                LOG.exception("roll_detaching of %s failed", old_volume_id)
-            self._complete_volume_migration(context, None, old_volume_id, new_volume_id,
-                                            error=True)
-            event.failure(error)
-            notify_volume(context, "volume_swap", "error", instance, old_volume_id,
-                          [bdm], new_volume_id=new_volume_id, error=error)
+            self._fail(context, instance, event, bdm, old_volume_id,
+                       new_volume_id, new_attachment_id, error)
             return
         try:
             bdm.volume_id = new_volume_id
             bdm.attachment_id = new_attachment_id
             bdm.set_connection_info(new_connection_info)
-            base.retry_transient(bdm.save)
+            if not self._save_over(bdm, old_attachment_id, new_attachment_id):
+                # An offload that began after the API's checks moved the
+                # record to a connector-less attachment of the old volume
+                # (and removed the guest): the old volume stays.
+                error = exception.InstanceInvalidState(
+                    method="swap_volume", instance_uuid=instance.uuid,
+                    attr="attachment of volume %s" % old_volume_id,
+                    state=bdm.attachment_id)
+                LOG.warning("swap of %s to %s on %s: the record moved to "
+                            "attachment %s meanwhile", old_volume_id,
+                            new_volume_id, instance.uuid, bdm.attachment_id)
+                self._fail(context, instance, event, bdm, old_volume_id,
+                           new_volume_id, new_attachment_id, error)
+                return
             # A delete that read the server's records before this save
             # releases the old attachment only: give the new volume back.
             self._check_server_kept(context, instance, "swap_volume")
@@ -79,6 +84,29 @@ class SwapVolumeTask(base.TaskBase):
         event.success()
         notify_volume(context, "volume_swap", "end", instance, old_volume_id, [bdm],
                       new_volume_id=new_volume_id)
+
+    @staticmethod
+    def _save_over(bdm, old_attachment_id, new_attachment_id):
+        """Save the record only while it holds the attachment the swap read
+        (compare-and-swap); a retry after a lost reply finds its own write."""
+        return (base.retry_transient(bdm.save_if_attachment, old_attachment_id)
+                or bdm.attachment_id == new_attachment_id)
+
+    def _fail(self, context, instance, event, bdm, old_volume_id,
+              new_volume_id, new_attachment_id, error):
+        """Undo a swap that did not move the record: the new attachment goes,
+        the old volume is in-use again, a volume-service migration is told."""
+        self._cleanup_attachment(context, new_attachment_id)
+        try:
+            base.retry_transient(self.volume_api.roll_detaching,
+                                 context, old_volume_id)
+        except Exception:
+            LOG.exception("roll_detaching of %s failed", old_volume_id)
+        self._complete_volume_migration(context, None, old_volume_id, new_volume_id,
+                                        error=True)
+        event.failure(error)
+        notify_volume(context, "volume_swap", "error", instance, old_volume_id,
+                      [bdm], new_volume_id=new_volume_id, error=error)
 
     def _complete_volume_migration(self, context, bdm, old_volume_id, new_volume_id,
                                    error=False):

@@ -21,6 +21,8 @@ _BDM_DELETE = delete(c.BDMS).where(c.BDMS.c.id == bindparam("bdm_id_"))
 _BDM_DELETE_IF_ATTACHMENT = _BDM_DELETE.where(
     c.BDMS.c.attachment_id.is_not_distinct_from(bindparam("attachment_id_")))
 _BDM_BY_ID = select(c.BDMS).where(c.BDMS.c.id == bindparam("bdm_id_"))
+_BDM_UPDATE_IF_ATTACHMENT_RETURNING = _BDM_UPDATE_RETURNING.where(
+    c.BDMS.c.attachment_id.is_not_distinct_from(bindparam("attachment_id_")))
 # The instance a new mapping is for, read in the mapping's transaction and
 # share-locked there (PostgreSQL; SQLite's writes are serial): a delete
 # marks the instance (task_state ``deleting``, then ``deleted``) with an
@@ -84,6 +86,32 @@ def bdm_update_returning(bdm_id, values):
     if row is None:
         raise exception.BDMNotFound(id=bdm_id)
     return dict(row)
+
+
+def bdm_update_if_attachment(bdm_id, attachment_id, values):
+    """Update the BDM only while it holds ``attachment_id`` (a workflow that
+    moves the record to another attachment: a swap, an offload).
+    ``(True, row)`` once written; ``(False, row)``, with nothing written,
+    when it holds another attachment since (a concurrent swap or offload
+    moved it); ``BDMNotFound`` when a detach or a delete took it."""
+    params = dict(values, bdm_id_=bdm_id, attachment_id_=attachment_id)
+
+    def change(conn):
+        if conn.dialect.update_returning:
+            row = conn.execute(_BDM_UPDATE_IF_ATTACHMENT_RETURNING,
+                               params).mappings().first()
+            if row is not None:
+                return True, dict(row)
+        elif conn.execute(update(c.BDMS).where(
+                c.BDMS.c.id == bindparam("bdm_id_"),
+                c.BDMS.c.attachment_id.is_not_distinct_from(
+                    bindparam("attachment_id_"))), params).rowcount:
+            return True, dict(conn.execute(_BDM_BY_ID, params).mappings().one())
+        row = conn.execute(_BDM_BY_ID, params).mappings().first()
+        if row is None:
+            raise exception.BDMNotFound(id=bdm_id)
+        return False, dict(row)
+    return c.database().write(change)
 
 
 def bdm_create_unless_new_mappings(values, seen_ids):

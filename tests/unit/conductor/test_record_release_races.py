@@ -1,11 +1,14 @@
-"""A record released from a stale read: an offload racing a detach (found
-by the interleaving tier, seed 1303: the offload swaps each record's
-attachment for a connector-less one while a detach that was already under
-way takes the record), and an attach racing a delete that does not mark
-the server ``deleting`` (the API's local delete; soak seed 2114: the attach
-saves its attachment into a record the delete had read without one).  Unit test of the two
-conductor tasks with test doubles for the compute RPC client and the volume
-API; the detach's records are real (SQLite), the offload's are doubles."""
+"""A record released or moved from a stale read: an offload racing a
+detach (found by the interleaving tier, seed 1303: the offload swaps each
+record's attachment for a connector-less one while a detach that was
+already under way takes the record), an attach racing a delete that does
+not mark the server ``deleting`` (the API's local delete; soak seed 2114:
+the attach saves its attachment into a record the delete had read without
+one), and a swap racing a shelve-offload (interleaving seed 1301: each
+saved the record it had read, leaving the swap's volume with the offload's
+attachment of the old volume).  Unit tests of the conductor tasks with test
+doubles for the compute RPC client and the volume API; the records are
+real (SQLite, and PostgreSQL where it runs) but in the first test."""
 import types
 import uuid
 from unittest import mock
@@ -18,6 +21,7 @@ from volattach import objects
 from volattach.conductor.tasks import delete as delete_task
 from volattach.conductor.tasks import detach as detach_task
 from volattach.conductor.tasks import shelve as shelve_task
+from volattach.conductor.tasks import swap as swap_task
 from volattach import context as volattach_context
 from volattach.db import api as db_api
 from tests import db_fixtures
@@ -38,10 +42,11 @@ class Record:
         self.destroyed = False
         self.saved = []
 
-    def save(self):
+    def save_if_attachment(self, attachment_id):
         if self.destroyed:
             raise exception.BDMNotFound(id=self.id)
         self.saved.append(self.attachment_id)
+        return True
 
     def destroy(self):
         self.destroyed = True
@@ -75,9 +80,9 @@ def test_offload_deletes_its_new_attachment_when_the_record_is_gone(instance):
     events.return_value.success.assert_called_once_with()
 
 
-@pytest.fixture
-def database(tmp_path):
-    with db_fixtures.configured_compute_database("sqlite", tmp_path) as url:
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database(request, tmp_path):
+    with db_fixtures.configured_compute_database(request.param, tmp_path) as url:
         yield url
 
 
@@ -227,3 +232,135 @@ def test_a_detach_copy_never_deletes_the_volume_even_if_the_record_changed(
     delete_task.release_instance_volumes(ctx, volume, [copy])
     assert volume.deleted == ["att-late"]
     assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
+
+
+def test_a_save_if_attachment_leaves_a_moved_record(database):
+    ctx, instance_uuid, record = _stored_record("att-old")
+    stale = objects.BlockDeviceMapping.get_by_volume_and_instance(
+        ctx, "vol-1", instance_uuid)
+    record.volume_id, record.attachment_id = "vol-2", "att-vol-2"
+    record.save()
+    stale.attachment_id = "att-offload"
+    stale.connection_info = None
+    assert stale.save_if_attachment("att-old") is False
+    # what the record holds now, the stale change dropped
+    assert (stale.volume_id, stale.attachment_id) == ("vol-2", "att-vol-2")
+    assert stale.obj_what_changed() == set()
+    assert _records(instance_uuid) == [("vol-2", "att-vol-2")]
+    stale.attachment_id = "att-offload"
+    assert stale.save_if_attachment("att-vol-2") is True
+    assert _records(instance_uuid) == [("vol-2", "att-offload")]
+    record.destroy()
+    with pytest.raises(exception.BDMNotFound):
+        stale.save_if_attachment("att-offload")
+
+
+def _records(instance_uuid):
+    return [(r["volume_id"], r["attachment_id"])
+            for r in db_api.bdm_get_by_instance_uuids([instance_uuid])]
+
+
+class RecordingVolumeAPI:
+    """A volume API double that names the attachments it creates
+    ``att-offload-<n>`` and runs ``during`` (once) inside the ``at`` call."""
+
+    def __init__(self, at, during):
+        self._at, self._during = at, during
+        self.created, self.deleted, self.rolled_back = [], [], []
+
+    def _maybe(self, name):
+        if name == self._at and self._during is not None:
+            during, self._during = self._during, None
+            during()
+
+    def attachment_create(self, ctx, volume_id, instance_uuid, mode=None):
+        self._maybe("attachment_create")
+        self.created.append((volume_id, "att-offload-%d" % len(self.created)))
+        return {"id": self.created[-1][1]}
+
+    def attachment_update(self, ctx, attachment_id, connector, mountpoint=None):
+        return {"connection_info": {"driver_volume_type": "fake"}}
+
+    def attachment_complete(self, ctx, attachment_id):
+        pass
+
+    def attachment_delete(self, ctx, attachment_id):
+        self.deleted.append(attachment_id)
+
+    def roll_detaching(self, ctx, volume_id):
+        self.rolled_back.append(volume_id)
+
+    def get(self, ctx, volume_id):
+        return {"id": volume_id, "status": "in-use"}
+
+
+def _move(ctx, instance_uuid, volume_id, attachment_id):
+    """Another workflow's save of the record (a swap or an offload)."""
+    def move():
+        other = objects.BlockDeviceMapping.get_by_volume_and_instance(
+            ctx, "vol-1", instance_uuid)
+        other.volume_id, other.attachment_id = volume_id, attachment_id
+        other.save()
+    return move
+
+
+def test_an_offload_follows_a_record_a_swap_moved(database):
+    """The swap of vol-1 to vol-2 saves the record after the offload read
+    it: the offload's save finds another attachment, deletes the one it
+    made for vol-1 and offloads vol-2 (it used to write its vol-1
+    attachment into the swap's vol-2 record)."""
+    ctx, instance_uuid, record = _stored_record("att-old")
+    volume = RecordingVolumeAPI(
+        "attachment_create", _move(ctx, instance_uuid, "vol-2", "att-vol-2"))
+    instance = mock.Mock(uuid=instance_uuid, host="h1",
+                         task_state="shelving_offloading")
+    task = shelve_task.ShelveTask(_manager(volume))
+    with mock.patch.object(shelve_task.base, "Event") as events:
+        task._offload(ctx, instance)
+    events.return_value.success.assert_called_once_with()
+    assert volume.created == [("vol-1", "att-offload-0"),
+                              ("vol-2", "att-offload-1")]
+    assert volume.deleted == ["att-offload-0", "att-vol-2"]
+    assert _records(instance_uuid) == [("vol-2", "att-offload-1")]
+    assert db_api.bdm_get_by_instance_uuids(
+        [instance_uuid])[0]["connection_info"] is None
+    assert instance.vm_state == "shelved_offloaded"
+
+
+def test_a_swap_gives_way_to_an_offload_that_moved_the_record(database):
+    """The offload moves the record to its connector-less attachment while
+    the swap's compute call runs: the swap's save finds another attachment,
+    so vol-1 stays (in-use again) and the swap's vol-2 attachment goes."""
+    ctx, instance_uuid, record = _stored_record("att-old")
+    volume = RecordingVolumeAPI(None, None)
+    manager = _manager(volume)
+    manager._connector = lambda *args: {"host": "h1"}
+    manager.compute_rpcapi.swap_volume.side_effect = lambda *a: _move(
+        ctx, instance_uuid, "vol-1", "att-offloaded")()
+    task = swap_task.SwapVolumeTask(manager)
+    instance = objects.Instance(ctx, uuid=instance_uuid, host="h1",
+                                task_state=None)
+    with mock.patch.object(swap_task.base, "Event") as events, \
+            mock.patch.object(swap_task, "notify_volume"):
+        task.swap_volume(ctx, instance, "vol-1", "vol-2", "att-vol-2")
+    events.return_value.failure.assert_called_once()
+    events.return_value.success.assert_not_called()
+    assert volume.deleted == ["att-vol-2"]
+    assert volume.rolled_back == ["vol-1"]
+    assert _records(instance_uuid) == [("vol-1", "att-offloaded")]
+
+
+def test_a_swap_without_a_race_moves_the_record(database):
+    ctx, instance_uuid, record = _stored_record("att-old")
+    volume = RecordingVolumeAPI(None, None)
+    manager = _manager(volume)
+    manager._connector = lambda *args: {"host": "h1"}
+    task = swap_task.SwapVolumeTask(manager)
+    instance = objects.Instance(ctx, uuid=instance_uuid, host="h1",
+                                task_state=None)
+    with mock.patch.object(swap_task.base, "Event") as events, \
+            mock.patch.object(swap_task, "notify_volume"):
+        task.swap_volume(ctx, instance, "vol-1", "vol-2", "att-vol-2")
+    events.return_value.success.assert_called_once_with()
+    assert volume.deleted == ["att-old"]
+    assert _records(instance_uuid) == [("vol-2", "att-vol-2")]
