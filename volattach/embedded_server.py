@@ -64,7 +64,9 @@ wsgi_opts = [
                       "(request line and headers) from its first byte; a "
                       "slower one is disconnected."),
     cfg.FloatOpt("keepalive_timeout", default=60.0, min=0.1,
-                 help="Seconds an idle kept-alive connection stays open."),
+                 help="Seconds an idle kept-alive connection stays open, "
+                      "in the in-process server and in the gunicorn "
+                      "daemons (whole seconds there, at least 1)."),
     cfg.IntOpt("max_connections", default=256, min=1,
                help="Connections an in-process server keeps open at once; "
                     "past it, new connections wait in the listen backlog."),

@@ -30,16 +30,23 @@ class _Application(BaseApplication):
         return import_app(self.app_uri)
 
 
-def gunicorn_options(bind, workers=1, threads=1, timeout=120):
-    """The gunicorn settings of volattach's daemons."""
+def gunicorn_options(bind, workers=1, threads=1, timeout=120, keepalive=60):
+    """The gunicorn settings of volattach's daemons.  ``keepalive``:
+    ``[wsgi] keepalive_timeout``, as for the in-process server."""
     return {
         "bind": bind,
         "workers": workers,
         "threads": threads,
         # gthread even for one thread: it keeps connections alive (for
-        # ``keepalive`` seconds, gunicorn's default 2), the sync worker
-        # closes each one after its response.
+        # ``keepalive`` seconds), the sync worker closes each one after its
+        # response.
         "worker_class": "gthread",
+        # Not gunicorn's 2 s: a client that sends on a connection the
+        # server closes at that instant gets no answer, which for a POST
+        # it must not retry (``RemoteDisconnected``; interleaving tier on
+        # the daemons, a reused connection idle ~2 s).  A long timeout
+        # leaves that race to idle periods clients rarely reach.
+        "keepalive": max(1, int(keepalive)),
         "timeout": timeout,
         "graceful_timeout": 10,
         "accesslog": None,
@@ -50,8 +57,9 @@ def gunicorn_options(bind, workers=1, threads=1, timeout=120):
     }
 
 
-def run(app_uri, bind, workers=1, threads=1, timeout=120, extra=None):
+def run(app_uri, bind, workers=1, threads=1, timeout=120, keepalive=60,
+        extra=None):
     """Run gunicorn in the foreground until it is told to stop."""
-    options = gunicorn_options(bind, workers, threads, timeout)
+    options = gunicorn_options(bind, workers, threads, timeout, keepalive)
     options.update(extra or {})
     _Application(app_uri, options).run()

@@ -29,14 +29,15 @@ def _config_files():
     return [DEFAULT_CONFIG_FILE] if os.path.exists(DEFAULT_CONFIG_FILE) else []
 
 
-def _api_options():
+def _options():
     conf = cfg.ConfigOpts()
     volattach_conf.register_opts(conf)
     conf(args=[], project="volattach", default_config_files=_config_files())
-    return conf.api
+    return conf
 
 
-_api = _api_options()
+_conf = _options()
+_api = _conf.api
 _host = _api.listen
 if ":" in _host and not _host.startswith("["):
     _host = f"[{_host}]"
@@ -49,6 +50,8 @@ threads = _api.threads
 # (``keepalive`` seconds), where the sync worker closes every one after its
 # response (as volattach/wsgi_server.py's ``run``).
 worker_class = "gthread"
+# [wsgi] keepalive_timeout, not gunicorn's 2 s (volattach/wsgi_server.py).
+keepalive = max(1, int(_conf.wsgi.keepalive_timeout))
 timeout = 120
 graceful_timeout = 10
 # Each worker builds its own RPC transport and database engine after the

@@ -8,6 +8,9 @@ def test_gunicorn_workers_are_gthread_even_with_one_thread():
     assert options["threads"] == 1
     assert options["workers"] == 2
     assert options["bind"] == "127.0.0.1:8776"
+    # [wsgi] keepalive_timeout's default, not gunicorn's 2 s
+    assert options["keepalive"] == 60
+    assert wsgi_server.gunicorn_options("h:1", keepalive=0.5)["keepalive"] == 1
 
 
 def test_run_passes_the_options_to_gunicorn(monkeypatch):

@@ -37,7 +37,8 @@ def main(argv=None, conf=None):
         sys.exit("volattach-api: %s" % exc)
     os.environ[api_wsgi.CONFIG_FILE_ENV] = ":".join(conf.config_file or [])
     wsgi_server.run(APP_URI, bind=bind_address(conf), workers=conf.api.workers,
-                    threads=conf.api.threads)
+                    threads=conf.api.threads,
+                    keepalive=conf.wsgi.keepalive_timeout)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ def main(argv=None):
     service.start_heartbeat(conf)
     wsgi_server.run("volattach.volume.wsgi:application",
                     bind=_bind(conf.volume.listen, conf.volume.port),
-                    workers=conf.volume.workers)
+                    workers=conf.volume.workers,
+                    keepalive=conf.wsgi.keepalive_timeout)
 
 
 if __name__ == "__main__":
