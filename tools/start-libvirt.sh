@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Start libvirt (QEMU driver, TCG-capable) on this machine for volattach's
 # libvirt driver and guest tests; install QEMU, libvirt and the build
-# dependencies of libvirt-python with apt-get when they are missing.
+# dependencies of libvirt-python with apt-get when they are missing (on
+# Debian 12, libvirt from bookworm-backports: see LIBVIRT_MIN below).
 #
 # Works as root inside a container: creates the libvirt-qemu user and group
 # the QEMU driver needs, writes /etc/libvirt/qemu.conf with the settings a
@@ -12,7 +13,9 @@
 # rewritten only when it differs.
 #
 # Environment:
-#   VOLATTACH_LIBVIRT_TIMEOUT  seconds to wait for libvirtd (default 60)
+#   VOLATTACH_LIBVIRT_TIMEOUT    seconds to wait for libvirtd (default 60)
+#   VOLATTACH_LIBVIRT_BACKPORTS  0: Debian 12's own libvirt 9.0 (guests then
+#                                do not survive a storage daemon restart)
 set -euo pipefail
 
 TIMEOUT=${VOLATTACH_LIBVIRT_TIMEOUT:-60}
@@ -29,19 +32,56 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 PACKAGES="qemu-system-x86 qemu-utils qemu-block-extra qemu-system-common \
-libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
-libvirt-dev pkg-config gcc python3-dev genisoimage busybox-static cpio"
+pkg-config gcc python3-dev genisoimage busybox-static cpio"
+LIBVIRT_PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt-dev"
+
+# Debian 12's libvirt 9.0 drops a network disk's <reconnect delay>: QEMU's
+# NBD client then gives up at once when the storage daemon goes away, and
+# a guest does not survive a restart of it (README, "Real guests").  The
+# delay needs libvirt 9.2 (LIBVIRT_MIN): on Debian 12 the libvirt packages
+# come from bookworm-backports (11.x); QEMU stays Debian 12's own 7.2.
+# VOLATTACH_LIBVIRT_BACKPORTS=0 keeps the distribution's libvirt.
+LIBVIRT_MIN=9.2
+codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+backports=""
+if [ "$codename" = bookworm ] && [ "${VOLATTACH_LIBVIRT_BACKPORTS:-1}" != 0 ]; then
+    backports=bookworm-backports
+fi
+
+installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"
+}
 
 missing=""
 for p in $PACKAGES; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
-        || missing="$missing $p"
+    installed "$p" || missing="$missing $p"
+done
+upgraded=0
+for p in $LIBVIRT_PACKAGES; do
+    if [ -z "$backports" ]; then
+        installed "$p" || missing="$missing $p"
+    elif ! installed "$p"; then
+        missing="$missing $p/$backports"
+    elif ! dpkg --compare-versions "$(dpkg-query -W -f='${Version}' "$p")" \
+            ge "$LIBVIRT_MIN"; then
+        missing="$missing $p/$backports"
+        upgraded=1
+    fi
 done
 if [ -n "$missing" ]; then
+    if [ -n "$backports" ] && [ "$missing" != "${missing%/"$backports"*}" ] \
+            && ! grep -rqs "$backports" /etc/apt/sources.list /etc/apt/sources.list.d; then
+        log "adding $backports to apt's sources"
+        echo "deb http://deb.debian.org/debian $backports main" \
+            | $SUDO tee "/etc/apt/sources.list.d/volattach-$backports.list" >/dev/null
+    fi
     log "installing:$missing"
     $SUDO apt-get update -qq >&2 || log "apt-get update failed; trying anyway"
     # shellcheck disable=SC2086
-    $SUDO apt-get install -y -qq --no-install-recommends $missing >&2
+    # keep a qemu.conf written below (an upgrade would ask about it)
+    $SUDO apt-get install -y -qq --no-install-recommends \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+        $missing >&2
 fi
 
 getent group libvirt-qemu >/dev/null || $SUDO groupadd -r libvirt-qemu
@@ -60,21 +100,35 @@ remember_owner = 0
 security_driver = "none"
 EOF
 )
-restart=0
+running() { pgrep -x "$1" >/dev/null; }
+# a daemon still running the binary an upgrade replaced
+stale() {
+    local pid
+    pid=$(pgrep -x "$1" | head -n 1)
+    [ -n "$pid" ] && readlink "/proc/$pid/exe" | grep -q "(deleted)"
+}
+
+stale libvirtd && upgraded=1
+stale virtlogd && upgraded=1
+restart=$upgraded
+if [ "$upgraded" = 1 ] && running virtlogd; then
+    log "restarting virtlogd for the new libvirt"
+    $SUDO kill "$(pgrep -x virtlogd)"
+    for _ in $(seq 50); do running virtlogd || break; sleep 0.1; done
+fi
 if [ "$(cat "$CONF" 2>/dev/null)" != "$want" ]; then
     log "writing $CONF"
     echo "$want" | $SUDO tee "$CONF" >/dev/null
     restart=1
 fi
 
-running() { pgrep -x "$1" >/dev/null; }
 
 if ! running virtlogd; then
     log "starting virtlogd"
     $SUDO virtlogd -d
 fi
 if running libvirtd && [ "$restart" = 1 ]; then
-    log "restarting libvirtd for the new configuration"
+    log "restarting libvirtd for the new configuration or version"
     $SUDO kill "$(pgrep -x libvirtd)"
     for _ in $(seq 50); do running libvirtd || break; sleep 0.1; done
 fi

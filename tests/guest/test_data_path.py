@@ -1,10 +1,12 @@
 """Real guests see their volumes: multiattach read-write and read-only,
 an asynchronous attach, detach, the data kept between attachments, a kill
--9 of volattach-all, and a volume attached while the server is offloaded.
+-9 of volattach-all, a restart of the storage daemon under a guest, and a
+volume attached while the server is offloaded.
 
 The tests share two guests (booting one takes 5 to 7 s under TCG on an
 idle machine) and run in file order: the last one shelves guest B."""
 import os
+import signal
 import subprocess
 import time
 import uuid
@@ -134,6 +136,69 @@ def test_kill_9_and_restart_keeps_guest_and_disks(api, volumes, guests,
     volumes.wait_for_volume_status(volume_id, "available")
 
 
+
+
+def _qsd_pid(deployment):
+    with open(os.path.join(deployment.state, "volumes", ".qsd",
+                           "qsd.pid")) as f:
+        return int(f.read().strip())
+
+
+def _gone(pid, timeout=10):
+    """Whether ``pid`` exited (a zombie counts: the volume service that
+    started the daemon may not have reaped it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_guest_survives_a_storage_daemon_restart(api, volumes, guests,
+                                                 deployment):
+    """kill -9 of the qemu-storage-daemon under a guest's attached disk.
+    The volume service's restart starts a new daemon and rebuilds the
+    export from the database; QEMU's NBD client reconnects (the disk's
+    ``<reconnect delay>``), and the guest reads what it wrote and writes
+    again on the same device, with no new attach."""
+    a, _ = guests
+    volume_id = _volume(volumes)
+    dev, _, _ = _attach(api, volumes, a, volume_id)
+    before, after = PATTERN + "-before", PATTERN + "-after"
+    status, out = a.run("echo %s | dd of=/dev/%s bs=512 seek=%d count=1 "
+                        "conv=sync && sync" % (before, dev, OFFSET))
+    assert status == 0, out
+
+    old = _qsd_pid(deployment)
+    os.kill(old, signal.SIGKILL)
+    assert _gone(old)
+    deployment.kill()
+    deployment.start()
+    assert _qsd_pid(deployment) != old
+
+    read = ("blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d "
+            "count=1 2>/dev/null | head -c %d" % (dev, dev, OFFSET,
+                                                  len(before)))
+    status, out = a.run(read, timeout=90)
+    assert status == 0 and before in out, out
+    status, out = a.run("echo %s | dd of=/dev/%s bs=512 seek=%d count=1 "
+                        "conv=sync && sync" % (after, dev, OFFSET),
+                        timeout=90)
+    assert status == 0, out
+    # the write reached the volume's file through the new daemon
+    with open(os.path.join(deployment.state, "volumes",
+                           "volume-%s" % volume_id),
+              "rb") as f:
+        f.seek(OFFSET * 512)
+        assert f.read(len(after)).decode() == after
+    assert a.disks()[volume_id[:20]][0] == dev
+    _detach(api, a, volume_id)
+    volumes.wait_for_volume_status(volume_id, "available")
 
 
 def _exports(deployment):

@@ -5,7 +5,15 @@ an event loop that must be registered before the connection is opened and
 run by a thread; waiters block on a condition until their event comes or
 their timeout passes.
 """
+import logging
 import threading
+
+LOG = logging.getLogger(__name__)
+
+# The first libvirt that passes an NBD disk's <reconnect delay> on to QEMU
+# (``reconnect-delay``); an older one drops it, and a guest then does not
+# survive a restart of the volume service's storage daemon.
+NBD_RECONNECT_DELAY_VERSION = 9_002_000
 
 _EVENT_LOOP = {"started": False}
 _EVENT_LOCK = threading.Lock()
@@ -42,6 +50,8 @@ class Host:
         with self._lock:
             if self._conn is None or not self._conn.isAlive():
                 conn = self.libvirt.open(self.uri)
+                if self._conn is None:
+                    self._check_version(conn)
                 lv = self.libvirt
                 conn.domainEventRegisterAny(
                     None, lv.VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED,
@@ -51,6 +61,16 @@ class Host:
                     self._removal_failed, None)
                 self._conn = conn
             return self._conn
+
+    def _check_version(self, conn):
+        version = conn.getLibVersion()
+        if version < NBD_RECONNECT_DELAY_VERSION:
+            LOG.warning(
+                "libvirt %d.%d.%d drops the <reconnect delay> of NBD disks "
+                "(libvirt 9.2 and later keep it): a guest will not survive a "
+                "restart of the volume service's qemu-storage-daemon",
+                version // 1_000_000, version // 1000 % 1000, version % 1000)
+        return version
 
     def _record(self, dom, alias, removed):
         with self._cond:

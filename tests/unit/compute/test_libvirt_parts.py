@@ -82,3 +82,17 @@ def test_config_drive_is_labelled_config_2(tmp_path):
     assert "/openstack/latest/meta_data.json" in listing
     assert "/openstack/latest/user_data" in listing
     assert os.path.getsize(path) > 0
+
+
+@pytest.mark.parametrize("version, warned", [(9_000_000, True),
+                                             (9_002_000, False),
+                                             (11_003_000, False)])
+def test_a_libvirt_without_nbd_reconnect_delay_is_named(caplog, version,
+                                                        warned):
+    from volattach.compute.virt.libvirt import host
+    conn = types.SimpleNamespace(getLibVersion=lambda: version)
+    with caplog.at_level("WARNING", logger=host.__name__):
+        host.Host._check_version(None, conn)
+    assert ("drops the <reconnect delay>" in caplog.text) == warned
+    if warned:
+        assert "libvirt 9.0.0 " in caplog.text
