@@ -327,40 +327,42 @@ def test_an_offload_follows_a_record_a_swap_moved(database):
     assert instance.vm_state == "shelved_offloaded"
 
 
+def _swap(during_compute_swap=None):
+    """Run the conductor's swap of vol-1 (attachment att-old) to vol-2
+    (att-vol-2) on a stored record; ``during_compute_swap(ctx, uuid)``
+    runs inside the compute's call.  Returns (volume API double, records
+    after, Event mock)."""
+    ctx, instance_uuid, record = _stored_record("att-old")
+    volume = RecordingVolumeAPI(None, None)
+    manager = _manager(volume)
+    manager._connector = lambda *args: {"host": "h1"}
+    if during_compute_swap is not None:
+        manager.compute_rpcapi.swap_volume.side_effect = \
+            lambda *a: during_compute_swap(ctx, instance_uuid)
+    task = swap_task.SwapVolumeTask(manager)
+    instance = objects.Instance(ctx, uuid=instance_uuid, host="h1",
+                                task_state=None)
+    with mock.patch.object(swap_task.base, "Event") as events, \
+            mock.patch.object(swap_task, "notify_volume"):
+        task.swap_volume(ctx, instance, "vol-1", "vol-2", "att-vol-2")
+    return volume, _records(instance_uuid), events
+
+
 def test_a_swap_gives_way_to_an_offload_that_moved_the_record(database):
     """The offload moves the record to its connector-less attachment while
     the swap's compute call runs: the swap's save finds another attachment,
     so vol-1 stays (in-use again) and the swap's vol-2 attachment goes."""
-    ctx, instance_uuid, record = _stored_record("att-old")
-    volume = RecordingVolumeAPI(None, None)
-    manager = _manager(volume)
-    manager._connector = lambda *args: {"host": "h1"}
-    manager.compute_rpcapi.swap_volume.side_effect = lambda *a: _move(
-        ctx, instance_uuid, "vol-1", "att-offloaded")()
-    task = swap_task.SwapVolumeTask(manager)
-    instance = objects.Instance(ctx, uuid=instance_uuid, host="h1",
-                                task_state=None)
-    with mock.patch.object(swap_task.base, "Event") as events, \
-            mock.patch.object(swap_task, "notify_volume"):
-        task.swap_volume(ctx, instance, "vol-1", "vol-2", "att-vol-2")
+    volume, records, events = _swap(
+        lambda ctx, uuid: _move(ctx, uuid, "vol-1", "att-offloaded")())
     events.return_value.failure.assert_called_once()
     events.return_value.success.assert_not_called()
     assert volume.deleted == ["att-vol-2"]
     assert volume.rolled_back == ["vol-1"]
-    assert _records(instance_uuid) == [("vol-1", "att-offloaded")]
+    assert records == [("vol-1", "att-offloaded")]
 
 
 def test_a_swap_without_a_race_moves_the_record(database):
-    ctx, instance_uuid, record = _stored_record("att-old")
-    volume = RecordingVolumeAPI(None, None)
-    manager = _manager(volume)
-    manager._connector = lambda *args: {"host": "h1"}
-    task = swap_task.SwapVolumeTask(manager)
-    instance = objects.Instance(ctx, uuid=instance_uuid, host="h1",
-                                task_state=None)
-    with mock.patch.object(swap_task.base, "Event") as events, \
-            mock.patch.object(swap_task, "notify_volume"):
-        task.swap_volume(ctx, instance, "vol-1", "vol-2", "att-vol-2")
+    volume, records, events = _swap()
     events.return_value.success.assert_called_once_with()
     assert volume.deleted == ["att-old"]
-    assert _records(instance_uuid) == [("vol-2", "att-vol-2")]
+    assert records == [("vol-2", "att-vol-2")]
