@@ -4,9 +4,11 @@ record's attachment for a connector-less one while a detach that was
 already under way takes the record), an attach racing a delete that does
 not mark the server ``deleting`` (the API's local delete; soak seed 2114:
 the attach saves its attachment into a record the delete had read without
-one), and a swap racing a shelve-offload (interleaving seed 1301: each
-saved the record it had read, leaving the swap's volume with the offload's
-attachment of the old volume).  Unit tests of the conductor tasks with test
+one), a swap racing a shelve-offload (interleaving seed 1301: each saved
+the record it had read, leaving the swap's volume with the offload's
+attachment of the old volume), and a swap of an offloaded server racing
+its unshelve (the unshelve's connection of the old volume must not land in
+the swapped record).  Unit tests of the conductor tasks with test
 doubles for the compute RPC client and the volume API; the records are
 real (SQLite, and PostgreSQL where it runs) but in the first test."""
 import types
@@ -279,7 +281,9 @@ class RecordingVolumeAPI:
         return {"id": self.created[-1][1]}
 
     def attachment_update(self, ctx, attachment_id, connector, mountpoint=None):
-        return {"connection_info": {"driver_volume_type": "fake"}}
+        self._maybe("attachment_update")
+        return {"connection_info": {"driver_volume_type": "fake",
+                                    "attachment": attachment_id}}
 
     def attachment_complete(self, ctx, attachment_id):
         pass
@@ -366,3 +370,29 @@ def test_a_swap_without_a_race_moves_the_record(database):
     events.return_value.success.assert_called_once_with()
     assert volume.deleted == ["att-old"]
     assert records == [("vol-2", "att-vol-2")]
+
+
+def test_an_unshelve_leaves_a_record_a_swap_moved(database):
+    """A swap of the shelved-offloaded server (no compute call) moves the
+    record to vol-2 while the unshelve connects vol-1's attachment: the
+    unshelve's save finds another attachment and fails (the unshelve is
+    undone and can be retried); the record keeps the swap's volume and
+    gets no vol-1 connection."""
+    ctx, instance_uuid, record = _stored_record("att-old")
+    read_by_unshelve = objects.BlockDeviceMappingList.get_by_instance_uuid(
+        ctx, instance_uuid)
+    volume = RecordingVolumeAPI(
+        "attachment_update", _move(ctx, instance_uuid, "vol-2", "att-vol-2"))
+    manager = _manager(volume)
+    manager._connector = lambda *args: {"host": "h2"}
+    task = shelve_task.ShelveTask(manager)
+    with pytest.raises(exception.InstanceInvalidState):
+        task._connect_volumes(ctx, "h2", read_by_unshelve)
+    assert _records(instance_uuid) == [("vol-2", "att-vol-2")]
+    stored = db_api.bdm_get_by_instance_uuids([instance_uuid])[0]
+    assert "att-old" not in (stored["connection_info"] or "")
+    # without the race, the connection is saved
+    ctx, instance_uuid, record = _stored_record("att-old")
+    task._connect_volumes(ctx, "h2", [record])
+    stored = db_api.bdm_get_by_instance_uuids([instance_uuid])[0]
+    assert '"attachment": "att-old"' in stored["connection_info"]
