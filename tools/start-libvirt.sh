@@ -56,16 +56,12 @@ missing=""
 for p in $PACKAGES; do
     installed "$p" || missing="$missing $p"
 done
-upgraded=0
 for p in $LIBVIRT_PACKAGES; do
     if [ -z "$backports" ]; then
         installed "$p" || missing="$missing $p"
-    elif ! installed "$p"; then
+    elif ! installed "$p" || ! dpkg --compare-versions \
+            "$(dpkg-query -W -f='${Version}' "$p")" ge "$LIBVIRT_MIN"; then
         missing="$missing $p/$backports"
-    elif ! dpkg --compare-versions "$(dpkg-query -W -f='${Version}' "$p")" \
-            ge "$LIBVIRT_MIN"; then
-        missing="$missing $p/$backports"
-        upgraded=1
     fi
 done
 if [ -n "$missing" ]; then
@@ -77,8 +73,8 @@ if [ -n "$missing" ]; then
     fi
     log "installing:$missing"
     $SUDO apt-get update -qq >&2 || log "apt-get update failed; trying anyway"
-    # shellcheck disable=SC2086
     # keep a qemu.conf written below (an upgrade would ask about it)
+    # shellcheck disable=SC2086
     $SUDO apt-get install -y -qq --no-install-recommends \
         -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
         $missing >&2
@@ -104,14 +100,15 @@ running() { pgrep -x "$1" >/dev/null; }
 # a daemon still running the binary an upgrade replaced
 stale() {
     local pid
-    pid=$(pgrep -x "$1" | head -n 1)
-    [ -n "$pid" ] && readlink "/proc/$pid/exe" | grep -q "(deleted)"
+    for pid in $(pgrep -x "$1" || true); do
+        readlink "/proc/$pid/exe" 2>/dev/null | grep -q "(deleted)" && return 0
+    done
+    return 1
 }
 
-stale libvirtd && upgraded=1
-stale virtlogd && upgraded=1
-restart=$upgraded
-if [ "$upgraded" = 1 ] && running virtlogd; then
+restart=0
+stale libvirtd && restart=1
+if stale virtlogd; then
     log "restarting virtlogd for the new libvirt"
     $SUDO kill "$(pgrep -x virtlogd)"
     for _ in $(seq 50); do running virtlogd || break; sleep 0.1; done
@@ -121,7 +118,6 @@ if [ "$(cat "$CONF" 2>/dev/null)" != "$want" ]; then
     echo "$want" | $SUDO tee "$CONF" >/dev/null
     restart=1
 fi
-
 
 if ! running virtlogd; then
     log "starting virtlogd"
