@@ -114,11 +114,7 @@ def run_libvirt(cycles, image_dir, image):
                 "cpu_s_per_cycle": round(cpu / cycles, 4)}
     finally:
         d.stop()
-        try:
-            with open(os.path.join(d.state, "volumes", ".qsd", "qsd.pid")) as f:
-                os.kill(int(f.read()), 15)
-        except (OSError, ValueError):
-            pass
+        d.stop_storage_daemon()
 
 
 def run_fake(cycles):

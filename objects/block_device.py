@@ -110,13 +110,17 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
             values.setdefault(name, False)
         return values
 
+    def _changes(self):
+        """The changed fields a save writes (never the identity)."""
+        return {n: getattr(self, n) for n in self.obj_what_changed()
+                if n not in ("id", "uuid", "created_at")}
+
     @base.remotable
     def save(self):
         from volattach.db import api as db_api
-        names = [n for n in self.obj_what_changed() if n not in ("id", "uuid", "created_at")]
-        if names:
-            self._refresh(db_api.bdm_update_returning(
-                self.id, {n: getattr(self, n) for n in names}))
+        values = self._changes()
+        if values:
+            self._refresh(db_api.bdm_update_returning(self.id, values))
 
     @base.remotable
     def save_if_attachment(self, attachment_id):
@@ -126,9 +130,8 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
         this object is what the record holds now, its changes dropped.
         ``BDMNotFound`` when a detach or a delete took the record."""
         from volattach.db import api as db_api
-        names = [n for n in self.obj_what_changed() if n not in ("id", "uuid", "created_at")]
         saved, row = db_api.bdm_update_if_attachment(
-            self.id, attachment_id, {n: getattr(self, n) for n in names})
+            self.id, attachment_id, self._changes())
         self._refresh(row)
         return saved
 

@@ -127,6 +127,21 @@ compute_hosts = compute1
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
 
+    def qsd_pid(self):
+        """The pid of the qemu-storage-daemon the volume service started
+        (from its pid file)."""
+        with open(os.path.join(self.state, "volumes", ".qsd",
+                               "qsd.pid")) as f:
+            return int(f.read().strip())
+
+    def stop_storage_daemon(self):
+        """The storage daemon outlives the volume service on purpose: stop
+        the one this deployment started."""
+        try:
+            os.kill(self.qsd_pid(), signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
+
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
@@ -147,13 +162,7 @@ def deployment(image_id, tmp_path_factory):
         api.delete_server(server["id"])
     time.sleep(2)
     d.stop()
-    # the storage daemon outlives the volume service on purpose: stop the
-    # one this deployment started, by its pid file
-    try:
-        with open(os.path.join(d.state, "volumes", ".qsd", "qsd.pid")) as f:
-            os.kill(int(f.read().strip()), signal.SIGTERM)
-    except (OSError, ValueError):
-        pass
+    d.stop_storage_daemon()
 
 
 @pytest.fixture(scope="session")

@@ -40,6 +40,25 @@ def _detach(api, guest, volume_id):
     api.wait_for_volume_attachment_gone(guest.id, volume_id)
 
 
+def _read(guest, dev, length, timeout=60):
+    """``length`` bytes at OFFSET of the guest's /dev/``dev``, past its
+    buffer cache."""
+    status, out = guest.run(
+        "blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d count=1 "
+        "2>/dev/null | head -c %d" % (dev, dev, OFFSET, length),
+        timeout=timeout)
+    assert status == 0, out
+    return out
+
+
+def _write(guest, dev, text, timeout=60):
+    """Write ``text`` at OFFSET of the guest's /dev/``dev`` and sync."""
+    status, out = guest.run(
+        "echo %s | dd of=/dev/%s bs=512 seek=%d count=1 conv=sync && sync"
+        % (text, dev, OFFSET), timeout=timeout)
+    assert status == 0, out
+
+
 def _volume(volumes, **fields):
     code, body, _ = volumes.create_volume(size=1, **fields)
     assert code == 202, (code, body)
@@ -138,12 +157,6 @@ def test_kill_9_and_restart_keeps_guest_and_disks(api, volumes, guests,
 
 
 
-def _qsd_pid(deployment):
-    with open(os.path.join(deployment.state, "volumes", ".qsd",
-                           "qsd.pid")) as f:
-        return int(f.read().strip())
-
-
 def _gone(pid, timeout=10):
     """Whether ``pid`` exited (a zombie counts: the volume service that
     started the daemon may not have reaped it)."""
@@ -170,26 +183,18 @@ def test_guest_survives_a_storage_daemon_restart(api, volumes, guests,
     volume_id = _volume(volumes)
     dev, _, _ = _attach(api, volumes, a, volume_id)
     before, after = PATTERN + "-before", PATTERN + "-after"
-    status, out = a.run("echo %s | dd of=/dev/%s bs=512 seek=%d count=1 "
-                        "conv=sync && sync" % (before, dev, OFFSET))
-    assert status == 0, out
+    _write(a, dev, before)
 
-    old = _qsd_pid(deployment)
+    old = deployment.qsd_pid()
     os.kill(old, signal.SIGKILL)
     assert _gone(old)
     deployment.kill()
     deployment.start()
-    assert _qsd_pid(deployment) != old
+    assert deployment.qsd_pid() != old
 
-    read = ("blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d "
-            "count=1 2>/dev/null | head -c %d" % (dev, dev, OFFSET,
-                                                  len(before)))
-    status, out = a.run(read, timeout=90)
-    assert status == 0 and before in out, out
-    status, out = a.run("echo %s | dd of=/dev/%s bs=512 seek=%d count=1 "
-                        "conv=sync && sync" % (after, dev, OFFSET),
-                        timeout=90)
-    assert status == 0, out
+    out = _read(a, dev, len(before), timeout=90)
+    assert before in out, out
+    _write(a, dev, after, timeout=90)
     # the write reached the volume's file through the new daemon
     with open(os.path.join(deployment.state, "volumes",
                            "volume-%s" % volume_id),

@@ -12,7 +12,8 @@ import os
 import time
 import uuid
 
-from tests.guest.test_data_path import OFFSET, _attach, _detach, _volume
+from tests.guest.test_data_path import (OFFSET, _attach, _detach, _read,
+                                        _volume)
 
 
 def _retype(volumes, volume_id, new_type):
@@ -32,14 +33,6 @@ def _wait_migrated(volumes, volume_id, timeout=120):
             return volume
         assert time.monotonic() < deadline, volume
         time.sleep(0.2)
-
-
-def _read(guest, dev, length):
-    status, out = guest.run(
-        "blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d count=1 "
-        "2>/dev/null | head -c %d" % (dev, dev, OFFSET, length))
-    assert status == 0, out
-    return out
 
 
 def _files(deployment):

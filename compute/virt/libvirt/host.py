@@ -62,7 +62,9 @@ class Host:
                 self._conn = conn
             return self._conn
 
-    def _check_version(self, conn):
+    @staticmethod
+    def _check_version(conn):
+        """Warn when ``conn``'s libvirt drops NBD reconnect delays."""
         version = conn.getLibVersion()
         if version < NBD_RECONNECT_DELAY_VERSION:
             LOG.warning(
@@ -70,7 +72,6 @@ class Host:
                 "(libvirt 9.2 and later keep it): a guest will not survive a "
                 "restart of the volume service's qemu-storage-daemon",
                 version // 1_000_000, version // 1000 % 1000, version % 1000)
-        return version
 
     def _record(self, dom, alias, removed):
         with self._cond:

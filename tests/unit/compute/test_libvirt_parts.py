@@ -92,7 +92,7 @@ def test_a_libvirt_without_nbd_reconnect_delay_is_named(caplog, version,
     from volattach.compute.virt.libvirt import host
     conn = types.SimpleNamespace(getLibVersion=lambda: version)
     with caplog.at_level("WARNING", logger=host.__name__):
-        host.Host._check_version(None, conn)
+        host.Host._check_version(conn)
     assert ("drops the <reconnect delay>" in caplog.text) == warned
     if warned:
         assert "libvirt 9.0.0 " in caplog.text
