@@ -36,7 +36,7 @@ def _mode(bdm):
 
 
 class ComputeManager:
-    target = messaging.Target(version="1.7")
+    target = messaging.Target(version="1.8")
 
     def __init__(self, host, driver):
         self.host = host
@@ -282,8 +282,10 @@ class ComputeManager:
 
     def pre_live_migration(self, context, instance, bdms):
         """Destination: connect the volumes with the connection_info of
-        their new attachments (``bdms``, not saved).  On failure whatever
-        this call connected is disconnected again."""
+        their new attachments (``bdms``, not saved) and get the guest's
+        place ready; returns the driver's LiveMigrateData for the source
+        (or None).  On failure whatever this call connected is
+        disconnected again."""
         with locks.lock(instance.uuid):
             connected = []
             try:
@@ -293,16 +295,18 @@ class ComputeManager:
                     info = bdm.get_connection_info()
                     self._connect(info, instance, bdm)
                     connected.append((info, bdm))
-                self.driver.pre_live_migration(instance, self._block_device_info(bdms))
+                return self.driver.pre_live_migration(
+                    instance, self._block_device_info(bdms))
             except Exception:
                 for info, bdm in connected:
                     self._safe_disconnect(info, instance, bdm)
                 raise
 
-    def live_migration(self, context, instance, dest):
-        """Source: move the guest to ``dest`` (the switch)."""
+    def live_migration(self, context, instance, dest, migrate_data=None):
+        """Source: move the guest to ``dest`` (the switch); ``migrate_data``
+        is what the destination's pre_live_migration returned (1.8)."""
         with locks.lock(instance.uuid):
-            self.driver.live_migration(instance, dest)
+            self.driver.live_migration(instance, dest, migrate_data)
 
     def post_live_migration_at_destination(self, context, instance, bdms):
         """Destination: the guest runs here now, with the new connections."""

@@ -23,6 +23,10 @@ API version history:
     1.5 - get_console_output (os-getConsoleOutput, called by the API)
     1.6 - suspend_instance, resume_instance, reboot_instance
     1.7 - rebuild_instance
+    1.8 - pre_live_migration returns the destination's LiveMigrateData
+          (None from a driver that needs none) and live_migration takes
+          it as migrate_data: how the source's hypervisor reaches the
+          destination's (the libvirt driver's live migration)
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -51,7 +55,7 @@ _CAP_TTL = 10.0
 
 
 class ComputeAPI:
-    VERSION = "1.7"
+    VERSION = "1.8"
 
     def __init__(self):
         self._cap_lock = threading.Lock()
@@ -208,7 +212,15 @@ class ComputeAPI:
         return self._call_13(ctxt, host, "pre_live_migration", instance=instance,
                              bdms=bdms)
 
-    def live_migration(self, ctxt, instance, dest):
+    def live_migration(self, ctxt, instance, dest, migrate_data=None):
+        """Move the guest; ``migrate_data`` (what the destination's
+        pre_live_migration returned) goes to sources of 1.8 and up (older
+        ones have no driver that reads it)."""
+        client = self._client(instance.host)
+        if migrate_data is not None and client.can_send_version("1.8"):
+            return client.prepare(version="1.8").call(
+                ctxt, "live_migration", instance=instance, dest=dest,
+                migrate_data=migrate_data)
         return self._call_13(ctxt, instance.host, "live_migration",
                              instance=instance, dest=dest)
 

@@ -15,4 +15,5 @@ def register_all():
     __import__("volattach.objects.service")
     __import__("volattach.objects.instance_action")
     __import__("volattach.objects.migration")
+    __import__("volattach.objects.migrate_data")
     __import__("volattach.objects.notification")

@@ -15,7 +15,7 @@ from oslo_versionedobjects import fields
 from volattach.objects import base
 from volattach import exception
 
-SERVICE_VERSION = 8
+SERVICE_VERSION = 9
 
 SERVICE_VERSION_HISTORY = (
     # Version 0: no service version reported (never sent by volattach)
@@ -46,12 +46,15 @@ SERVICE_VERSION_HISTORY = (
     {"compute_rpc": "1.6"},
     # Version 8: compute RPC 1.7 (rebuild_instance)
     {"compute_rpc": "1.7"},
+    # Version 9: compute RPC 1.8 (pre_live_migration returns the
+    # destination's LiveMigrateData; live_migration takes it)
+    {"compute_rpc": "1.8"},
 )
 
 # The first service version whose computes suspend, resume and reboot.
 SUSPEND_REBOOT_SERVICE_VERSION = 7
 # The first service version whose computes rebuild.
-REBUILD_SERVICE_VERSION = 8
+REBUILD_SERVICE_VERSION = 9
 
 # The first service version whose computes honour attach_mode "ro".
 READ_ONLY_ATTACH_SERVICE_VERSION = 3

@@ -299,6 +299,23 @@ libvirt_opts = [
     cfg.FloatOpt("device_detach_timeout", default=20.0, min=0.1,
                  help="Seconds to wait for libvirt's device-removed event "
                       "before asking the guest again."),
+    cfg.StrOpt("live_migration_inbound_uri",
+               help="Live migration to this host: the libvirt URI the "
+                    "source's libvirt connects to (for example "
+                    "qemu+tcp://<this host>/system).  Default: "
+                    "connection_uri, which reaches this host's libvirt only "
+                    "from the same machine (two libvirt daemons side by "
+                    "side: tools/start-libvirt-peer.sh)."),
+    cfg.StrOpt("live_migration_inbound_addr",
+               help="Live migration to this host: the address the source's "
+                    "QEMU sends the guest's memory and local disks to, as "
+                    "Nova's option of that name.  Default: libvirt's choice "
+                    "(this host's name)."),
+    cfg.IntOpt("live_migration_timeout", default=45, min=1,
+               help="Seconds a live migration may take before the source "
+                    "aborts it (the guest stays on the source).  The "
+                    "conductor waits for it as for any compute call: keep "
+                    "it below rpc_response_timeout."),
 ]
 
 all_opts = [

@@ -95,9 +95,14 @@ class ComputeDriver(abc.ABC):
     # -- live migration (compute RPC 1.3): a driver without them cannot
     # -- live-migrate (the conductor rolls back)
     def pre_live_migration(self, instance, block_device_info):
+        """Destination: the volumes are connected; make the guest's place
+        and return what the source needs (``objects.LiveMigrateData``) or
+        None."""
         raise NotImplementedError()
 
-    def live_migration(self, instance, dest):
+    def live_migration(self, instance, dest, migrate_data=None):
+        """Source: move the running guest to host ``dest`` (the
+        destination's ``pre_live_migration`` returned ``migrate_data``)."""
         raise NotImplementedError()
 
     def post_live_migration_at_destination(self, instance, block_device_info,

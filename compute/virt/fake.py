@@ -220,7 +220,7 @@ class FakeDriver(driver.ComputeDriver):
         """Destination: the volumes are connected; get ready for the guest."""
         self._step("pre_live_migration")
 
-    def live_migration(self, instance, dest):
+    def live_migration(self, instance, dest, migrate_data=None):
         """Source: copy the guest's memory to ``dest`` (the switch)."""
         self._step("live_migration")
         if instance.uuid not in self.guests:

@@ -101,14 +101,16 @@ class LiveMigrationTask(base.TaskBase):
 
             step = "compute_pre_live_migration"
             event = base.Event(context, instance.uuid, step, dest)
-            self.compute_rpcapi.pre_live_migration(context, instance, new_bdms, dest)
+            migrate_data = self.compute_rpcapi.pre_live_migration(
+                context, instance, new_bdms, dest)
             dest_touched = True
             event.success()
 
             step = "compute_live_migration"
             self._record(migration, migration_obj.RUNNING)
             event = base.Event(context, instance.uuid, step, source)
-            self.compute_rpcapi.live_migration(context, instance, dest)
+            self.compute_rpcapi.live_migration(context, instance, dest,
+                                               migrate_data=migrate_data)
             self.compute_rpcapi.post_live_migration_at_destination(
                 context, instance, new_bdms, dest)
             event.success()

@@ -71,6 +71,22 @@ def image_id():
     return image_dir, out.strip().splitlines()[-1]
 
 
+def qsd_pid(state_path):
+    """The pid of the qemu-storage-daemon the volume service of
+    ``state_path`` started (from its pid file)."""
+    with open(os.path.join(state_path, "volumes", ".qsd", "qsd.pid")) as f:
+        return int(f.read().strip())
+
+
+def stop_storage_daemon(state_path):
+    """The storage daemon outlives the volume service on purpose: stop the
+    one of ``state_path``."""
+    try:
+        os.kill(qsd_pid(state_path), signal.SIGTERM)
+    except (OSError, ValueError):
+        pass
+
+
 class Deployment:
     """volattach-all in a child process (so a test can kill -9 it)."""
 
@@ -128,19 +144,10 @@ compute_hosts = compute1
         self.proc.wait()
 
     def qsd_pid(self):
-        """The pid of the qemu-storage-daemon the volume service started
-        (from its pid file)."""
-        with open(os.path.join(self.state, "volumes", ".qsd",
-                               "qsd.pid")) as f:
-            return int(f.read().strip())
+        return qsd_pid(self.state)
 
     def stop_storage_daemon(self):
-        """The storage daemon outlives the volume service on purpose: stop
-        the one this deployment started."""
-        try:
-            os.kill(self.qsd_pid(), signal.SIGTERM)
-        except (OSError, ValueError):
-            pass
+        stop_storage_daemon(self.state)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:

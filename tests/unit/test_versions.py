@@ -34,6 +34,7 @@ EXPECTED_OBJECT_HASHES = {
     "InstanceActionEventList": "1.0-13d92fb953030cdbfee56481756e02be",
     "InstanceActionList": "1.0-4a53826625cc280e15fae64a575e0879",
     "InstanceList": "1.0-96f87b1dd0a285b85e61fcb9603909a6",
+    "LiveMigrateData": "1.0-fe60c542d38b87725584193f12cdcb36",
     "Migration": "1.0-f6968e9d2a256d90e52ada2a4588fc3f",
     "MigrationList": "1.0-dadbbab2ec78be0ba64d2cb5d2d00fa4",
     "Service": "1.0-e25d1258522bf55195134824561b1ffc",
@@ -77,6 +78,7 @@ COMPUTE_MANAGER_SIGNATURE_SHA1 = {
     "1.5": "d7e181894db6b96e30074e932c559e89964d0e58",
     "1.6": "e9994a1c491eebfc9ba2d6a8a263e2c71b77bd14",
     "1.7": "765789a34f239ebc41fef0faba8192c1ad37bd1e",
+    "1.8": "23ef898e7e0325dadc634ce90258e674675027d0",
 }
 
 

@@ -9,7 +9,9 @@ Volumes are ``<disk>`` elements QEMU opens itself (``volume.py``) with
 Attach and detach act on the running domain and its persistent
 configuration (only the configuration when the guest is stopped); a live
 detach waits for libvirt's device-removed event and asks again when it does
-not come, as Nova does.
+not come, as Nova does.  Live migration goes from one libvirt daemon to
+another (``virDomainMigrateToURI3``, peer to peer), the destination's URI
+and paths in the ``LiveMigrateData`` its compute returned.
 """
 import logging
 import os
@@ -33,6 +35,9 @@ LOG = logging.getLogger(__name__)
 ROOT_DISK_BYTES = 1024 * 1024
 DETACH_ATTEMPTS = 8
 DETACH_TIMEOUT = 20.0      # seconds per attempt, as Nova's device_detach_timeout
+# in a guest's directory on a live migration's destination until the guest
+# runs there: a rollback removes only a directory that has it
+MIGRATING_IN = ".migrating-in"
 
 
 def domain_name(instance):
@@ -317,6 +322,169 @@ class LibvirtDriver(driver.ComputeDriver):
                                                 reason="copy timed out")
             time.sleep(0.05)
         dom.blockJobAbort(target, lv.VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT)
+
+    # -- live migration ---------------------------------------------------------
+    # The guest moves between libvirt daemons with virDomainMigrateToURI3
+    # (peer to peer, as Nova does); its local disks (the root disk) are
+    # copied by libvirt over NBD, its volumes are opened on the destination
+    # with the connections of their new attachments.  The config drive is
+    # read-only, which libvirt does not copy: the destination writes it
+    # again from the same data.  [libvirt] instances_path must be the
+    # host's own (shared instance storage is refused).
+
+    def pre_live_migration(self, instance, block_device_info):
+        """Destination: the guest's directory, its root disk file for
+        libvirt to copy into and its config drive; the volumes' <disk>
+        with the destination's connections."""
+        if images.image_path(instance.image_ref) is None:
+            raise exception.VirtDriverError(
+                operation="pre_live_migration",
+                reason="image %r not found under [libvirt] image_dir"
+                % instance.image_ref)
+        idir = os.path.join(CONF.libvirt.instances_path, instance.uuid)
+        try:
+            os.makedirs(idir)
+        except FileExistsError:
+            raise exception.VirtDriverError(
+                operation="pre_live_migration",
+                reason="%s exists here: shared instance storage is not "
+                       "supported" % idir)
+        open(os.path.join(idir, MIGRATING_IN), "w").close()
+        with open(os.path.join(idir, "disk"), "wb") as f:
+            f.truncate(ROOT_DISK_BYTES)
+        if instance.config_drive:
+            configdrive.make_config_drive(
+                os.path.join(idir, "disk.config"), instance,
+                instance.user_data_bytes)
+        from volattach import objects
+        return objects.LiveMigrateData(
+            connect_uri=(CONF.libvirt.live_migration_inbound_uri
+                         or CONF.libvirt.connection_uri),
+            target_connect_addr=CONF.libvirt.live_migration_inbound_addr,
+            instance_dir=idir,
+            disks={d["device_name"].rsplit("/", 1)[-1]: self._disk_xml(
+                       d["connection_info"], d["device_name"],
+                       d.get("mode") or "rw")
+                   for d in block_device_info})
+
+    def _destination_xml(self, dom, instance, migrate_data):
+        """The live domain as the destination must define it: paths under
+        the guest's directory moved to the destination's, each volume's
+        <source> that of its destination connection."""
+        lv = self._host.libvirt
+        root = ET.fromstring(dom.XMLDesc(lv.VIR_DOMAIN_XML_MIGRATABLE))
+        here = os.path.join(CONF.libvirt.instances_path, instance.uuid)
+        there = migrate_data.instance_dir
+        for element in root.iter():
+            for name, value in element.attrib.items():
+                if value == here or value.startswith(here + "/"):
+                    element.set(name, there + value[len(here):])
+        for disk in root.findall("./devices/disk"):
+            target = disk.find("target")
+            new = migrate_data.disks.get(
+                target.get("dev") if target is not None else None)
+            if new is None:
+                continue
+            index = list(disk).index(disk.find("source"))
+            disk.remove(disk.find("source"))
+            disk.insert(index, ET.fromstring(new).find("source"))
+        return ET.tostring(root, encoding="unicode")
+
+    def live_migration(self, instance, dest, migrate_data=None):
+        """Source: migrate the guest to ``migrate_data.connect_uri``; the
+        domain is defined there and undefined here once it runs there.  A
+        migration longer than [libvirt] live_migration_timeout is aborted
+        (the guest keeps running here)."""
+        lv = self._host.libvirt
+        if migrate_data is None or not migrate_data.connect_uri:
+            raise exception.VirtDriverError(
+                operation="live_migration",
+                reason="the destination %s sent no libvirt URI (a compute "
+                       "older than RPC 1.8, or not a libvirt one)" % dest)
+        dom = self._domain(instance)
+        params = {
+            lv.VIR_MIGRATE_PARAM_DEST_XML: self._destination_xml(
+                dom, instance, migrate_data),
+            # the local disks: the root disk (the config drive is
+            # read-only: the destination wrote its own)
+            lv.VIR_MIGRATE_PARAM_MIGRATE_DISKS: ["vda"],
+        }
+        if migrate_data.target_connect_addr:
+            params[lv.VIR_MIGRATE_PARAM_URI] = (
+                "tcp://%s" % migrate_data.target_connect_addr)
+            params[lv.VIR_MIGRATE_PARAM_DISKS_URI] = (
+                "tcp://%s" % migrate_data.target_connect_addr)
+        flags = (lv.VIR_MIGRATE_LIVE | lv.VIR_MIGRATE_PEER2PEER
+                 | lv.VIR_MIGRATE_PERSIST_DEST | lv.VIR_MIGRATE_UNDEFINE_SOURCE
+                 | lv.VIR_MIGRATE_NON_SHARED_DISK)
+        timer = threading.Timer(CONF.libvirt.live_migration_timeout,
+                                self._abort_job, (dom, instance))
+        timer.start()
+        try:
+            dom.migrateToURI3(migrate_data.connect_uri, params, flags)
+        except lv.libvirtError as e:
+            raise exception.VirtDriverError(operation="live_migration",
+                                            reason=str(e))
+        finally:
+            timer.cancel()
+
+    def _abort_job(self, dom, instance):
+        LOG.warning("live migration of %s took longer than %ss: aborting",
+                    instance.uuid, CONF.libvirt.live_migration_timeout)
+        try:
+            dom.abortJob()
+        except self._host.libvirt.libvirtError:
+            LOG.warning("abort of the migration of %s failed", instance.uuid,
+                        exc_info=True)
+
+    def post_live_migration_at_destination(self, instance, block_device_info,
+                                           power="running"):
+        """Destination: the guest runs here; keep its power state."""
+        lv = self._host.libvirt
+        dom = self._domain(instance)
+        state = dom.state()[0]
+        if power == "paused" and state == lv.VIR_DOMAIN_RUNNING:
+            dom.suspend()
+        elif power != "paused" and state == lv.VIR_DOMAIN_PAUSED:
+            dom.resume()
+        try:
+            os.unlink(os.path.join(CONF.libvirt.instances_path,
+                                   instance.uuid, MIGRATING_IN))
+        except FileNotFoundError:
+            pass
+
+    def post_live_migration(self, instance):
+        """Source: the guest left (libvirt undefined it here); its files
+        go."""
+        if self._domain_or_none(instance) is not None:
+            LOG.warning("%s is still defined here after its migration: "
+                        "keeping its files", instance.uuid)
+            return
+        shutil.rmtree(os.path.join(CONF.libvirt.instances_path, instance.uuid),
+                      ignore_errors=True)
+
+    def rollback_live_migration_at_destination(self, instance):
+        """Destination: drop what arrived of the guest, and its directory
+        when this host's pre_live_migration made it."""
+        idir = os.path.join(CONF.libvirt.instances_path, instance.uuid)
+        if not os.path.exists(os.path.join(idir, MIGRATING_IN)):
+            return
+        dom = self._domain_or_none(instance)
+        if dom is not None and dom.isPersistent():
+            # not an incoming guest (that one is transient until it runs
+            # here): the source's own when both hosts share one libvirt,
+            # left alone; or the guest that arrived and runs from this
+            # directory, kept with it
+            if idir + "/" in dom.XMLDesc(0):
+                LOG.warning("%s runs here: keeping it", instance.uuid)
+                return
+        elif dom is not None:
+            try:
+                dom.destroy()
+            except self._host.libvirt.libvirtError:
+                LOG.warning("destroy of the incoming %s failed",
+                            instance.uuid, exc_info=True)
+        shutil.rmtree(idir, ignore_errors=True)
 
     def power_off(self, instance):
         dom = self._domain(instance)

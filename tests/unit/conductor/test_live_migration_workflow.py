@@ -97,7 +97,10 @@ def test_success_switches_bdms_and_deletes_source_attachments(w):
     new = w.compute.pre_live_migration.call_args.args[2]
     assert [b.attachment_id for b in new] == ["new-1", "new-2"]
     assert w.compute.pre_live_migration.call_args.args[3] == "dest"
-    w.compute.live_migration.assert_called_once_with(w.ctx, w.instance, "dest")
+    # what the destination returned goes to the source
+    w.compute.live_migration.assert_called_once_with(
+        w.ctx, w.instance, "dest",
+        migrate_data=w.compute.pre_live_migration.return_value)
     assert seen == ["old-1", "old-2"]
     assert [b.attachment_id for b in w.bdms] == ["new-1", "new-2"]
     assert [c.args[1] for c in w.volume.attachment_complete.call_args_list] == [
