@@ -373,6 +373,7 @@ class LibvirtDriver(driver.ComputeDriver):
         <source> that of its destination connection."""
         lv = self._host.libvirt
         root = ET.fromstring(dom.XMLDesc(lv.VIR_DOMAIN_XML_MIGRATABLE))
+        self._check_volumes_unchanged(root, instance, migrate_data)
         here = os.path.join(CONF.libvirt.instances_path, instance.uuid)
         there = migrate_data.instance_dir
         for element in root.iter():
@@ -389,6 +390,27 @@ class LibvirtDriver(driver.ComputeDriver):
             disk.remove(disk.find("source"))
             disk.insert(index, ET.fromstring(new).find("source"))
         return ET.tostring(root, encoding="unicode")
+
+    @staticmethod
+    def _check_volumes_unchanged(root, instance, migrate_data):
+        """The guest's volumes (device -> serial) must be those the
+        destination was prepared with: a swap or an attach that reached
+        this host in between (each passed the API's checks before the
+        migration began) would otherwise put the guest back on the old
+        volume there, or leave a volume without an attachment there."""
+        live = {}
+        for disk in root.findall("./devices/disk"):
+            serial, target = disk.findtext("serial"), disk.find("target")
+            if serial and serial != "root" and target is not None:
+                live[target.get("dev")] = serial
+        prepared = {dev: ET.fromstring(xml).findtext("serial")
+                    for dev, xml in migrate_data.disks.items()}
+        if live != prepared:
+            raise exception.VirtDriverError(
+                operation="live_migration",
+                reason="the volumes of %s changed since the destination was "
+                       "prepared (%s, now %s)" % (instance.uuid, prepared,
+                                                  live))
 
     def live_migration(self, instance, dest, migrate_data=None):
         """Source: migrate the guest to ``migrate_data.connect_uri``; the

@@ -100,6 +100,26 @@ def test_destination_xml_moves_paths_and_volume_sources(tmp_path):
     assert vdb.find("alias").get("name") == "ua-v1"
 
 
+@pytest.mark.parametrize("disks", [
+    {},                                          # attached since
+    {"vdb": ("v2", NEW)},                        # swapped since
+    {"vdb": ("v1", NEW), "vdc": ("v3", NEW)},    # detached since
+])
+def test_destination_xml_refuses_volumes_changed_since_prepared(disks):
+    """A swap, attach or detach that reached the source after the
+    destination was prepared: the migration is refused (the guest stays)."""
+    drv = _driver(None)
+    migrate_data = objects.LiveMigrateData(
+        connect_uri="qemu+tcp://dest/system", instance_dir="/there",
+        disks={dev: volume.volume_driver(info).disk_xml(info, dev, serial,
+                                                        False)
+               for dev, (serial, info) in disks.items()})
+    here = os.path.join(CONF.libvirt.instances_path, UUID)
+    with pytest.raises(exception.VirtDriverError, match="changed"):
+        drv._destination_xml(Domain(_live_xml(here)),
+                             types.SimpleNamespace(uuid=UUID), migrate_data)
+
+
 def _incoming_dir(marker=True):
     idir = os.path.join(CONF.libvirt.instances_path, UUID)
     os.makedirs(idir)
