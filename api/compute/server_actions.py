@@ -33,28 +33,39 @@ class ServerActionsAPI(base.FacadeBase):
             fresh = objects.Instance.get_by_uuid(context, instance.uuid)
             self._check_state(fresh, name, vm_states)
             raise
-        objects.InstanceAction.action_start(context, instance.uuid, action)
+        try:
+            objects.InstanceAction.action_start(context, instance.uuid, action)
+        except Exception as error:
+            self._undo_task_state(context, instance, name, error,
+                                  record=False)
+            raise
+
+    def _undo_task_state(self, context, instance, name, error, record=True):
+        """The action never started: task_state goes back to None
+        (compare-and-swap, so a conductor that did get it wins) and, with
+        ``record``, the instance action gets a failed event."""
+        task_state = SERVER_ACTIONS[name][1]
+        LOG.warning("%s of %s not started, task_state %s undone: %s",
+                    name, instance.uuid, task_state, error)
+        try:
+            instance.task_state = None
+            instance.save(expected_task_state=[task_state])
+            if record:
+                objects.InstanceActionEvent.event_start(
+                    context, instance.uuid, "api_%s" % name).finish(error)
+        except Exception:
+            LOG.exception("could not undo task_state %s of %s",
+                          task_state, instance.uuid)
 
     def _send_action(self, context, instance, name, send, *args, **kwargs):
         """``send(context, instance, ...)``: the cast of an action whose
         task_state ``_start_action`` set.  When it cannot be sent (the bus
-        is down) the action never started: task_state goes back to None
-        (compare-and-swap, so a conductor that did get it wins), the
-        instance action gets a failed event, and the error propagates."""
+        is down) the action never started (``_undo_task_state``) and the
+        error propagates."""
         try:
             send(context, instance, *args, **kwargs)
         except Exception as error:
-            task_state = SERVER_ACTIONS[name][1]
-            LOG.warning("%s of %s not sent, task_state %s undone: %s",
-                        name, instance.uuid, task_state, error)
-            try:
-                instance.task_state = None
-                instance.save(expected_task_state=[task_state])
-                objects.InstanceActionEvent.event_start(
-                    context, instance.uuid, "api_%s" % name).finish(error)
-            except Exception:
-                LOG.exception("could not undo task_state %s of %s",
-                              task_state, instance.uuid)
+            self._undo_task_state(context, instance, name, error)
             raise
 
     def stop(self, context, instance):

@@ -137,9 +137,12 @@ class VolumeAttachmentsAPI(base.FacadeBase):
         if instance.host and not self._host_is_up(context, instance.host):
             raise exception.ServiceUnavailableConflict(host=instance.host)
         self._check_conductor("detach_volume")
-        self.volume_api.begin_detaching(context, volume_id)
+        # recorded first: the database may fail here, and nothing has
+        # changed yet (after begin_detaching it would leave the volume
+        # detaching, and undoing that needs the volume service's database)
         objects.InstanceAction.action_start(context, instance.uuid,
                                             instance_action.DETACH_VOLUME)
+        self.volume_api.begin_detaching(context, volume_id)
         try:
             self.compute_task_api.detach_volume(context, instance, volume_id)
         except Exception:
@@ -179,6 +182,9 @@ class VolumeAttachmentsAPI(base.FacadeBase):
         if instance.host and not self._host_is_up(context, instance.host):
             raise exception.ServiceUnavailableConflict(host=instance.host)
         self._check_conductor("swap_volume")
+        # recorded before anything changes, as the detach's
+        objects.InstanceAction.action_start(context, instance.uuid,
+                                            instance_action.SWAP_VOLUME)
         self.volume_api.begin_detaching(context, old_volume_id)
         try:
             # the new volume keeps the old one's attach mode
@@ -188,8 +194,6 @@ class VolumeAttachmentsAPI(base.FacadeBase):
         except Exception:
             self.volume_api.roll_detaching(context, old_volume_id)
             raise
-        objects.InstanceAction.action_start(context, instance.uuid,
-                                            instance_action.SWAP_VOLUME)
         try:
             self.compute_task_api.swap_volume(context, instance, old_volume_id,
                                               new_volume_id, new_attachment_id)

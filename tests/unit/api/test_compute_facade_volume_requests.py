@@ -312,3 +312,66 @@ def test_swap_outside_a_volume_migration_is_refused_before_any_write(api, ctx):
     assert volume in info.value.format_message()
     assert api.volume_api.calls == [("get", volume)]
     assert api.compute_task_api.calls == []
+
+
+# -- the database fails as the instance action is recorded ---------------------------
+
+@pytest.fixture
+def actions_fail(monkeypatch):
+    """InstanceAction.action_start raises as with the database down (the
+    rest of the database still answers, as it does for the step before)."""
+    def action_start(*args, **kwargs):
+        raise exception.DatabaseUnavailable()
+    monkeypatch.setattr(objects.InstanceAction, "action_start", action_start)
+
+
+class _MigratingVolumes(_Volumes):
+    def get(self, ctx, volume_id):
+        volume = super().get(ctx, volume_id)
+        volume["migration_status"] = "migrating"
+        return volume
+
+    def attachment_create(self, ctx, volume_id, instance_uuid, mode=None):
+        self.calls.append(("attachment_create", volume_id))
+        return {"id": str(uuid.uuid4())}
+
+
+def test_detach_unrecorded_leaves_the_volume_as_it_was(api, ctx, actions_fail):
+    """The CI run of 4f0786a: PostgreSQL went down between begin_detaching
+    and the action's record, and the volume stayed detaching (its undo
+    needs the volume service's database, down too).  The record comes
+    first now: nothing has changed when it fails."""
+    _compute()
+    server = _server()
+    bdm = _bdm(server)
+    instance, bdms = api.get_with_bdms(ctx, server)
+    with pytest.raises(exception.DatabaseUnavailable):
+        api.detach_volume(ctx, instance, bdm["volume_id"], bdms=bdms)
+    assert api.volume_api.calls == []
+    assert api.compute_task_api.calls == []
+
+
+def test_swap_unrecorded_leaves_both_volumes_as_they_were(database, ctx,
+                                                          actions_fail):
+    api = compute_api.API(volume_api=_MigratingVolumes(),
+                          compute_task_api=_Tasks())
+    _compute()
+    server = _server()
+    volume, new = str(uuid.uuid4()), str(uuid.uuid4())
+    _bdm(server, volume_id=volume)
+    instance = api.get(ctx.elevated(), server)
+    with pytest.raises(exception.DatabaseUnavailable):
+        api.swap_volume(ctx.elevated(), instance, volume, new)
+    assert [c[0] for c in api.volume_api.calls] == ["get", "get"]
+    assert api.compute_task_api.calls == []
+
+
+def test_server_action_unrecorded_puts_task_state_back(database, ctx,
+                                                       actions_fail):
+    tasks = _Tasks()
+    api = compute_api.API(volume_api=_Volumes(), compute_task_api=tasks)
+    server = _server()
+    with pytest.raises(exception.DatabaseUnavailable):
+        api.stop(ctx, api.get(ctx, server))
+    assert api.get(ctx, server).task_state is None
+    assert tasks.calls == []
