@@ -11,6 +11,7 @@ command on the console socket and reads its output and exit status back
 from the console log, where the test image's init also prints its disks
 (``VA-DISKS``) whenever they change.
 """
+import contextlib
 import itertools
 import os
 import re
@@ -19,16 +20,20 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 
 from tests.integration import client as clients
+from tests.integration import conftest as harness
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 _DISK_ITEM = re.compile(r"\b(vd[a-z]+):([^:\s]*):(\d+):([01])")
 BOOT_TIMEOUT = float(os.environ.get("VOLATTACH_GUEST_BOOT_TIMEOUT", "180"))
+WAIT = 120
+ADMIN_TOKEN = "admin:admin:admin"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -278,3 +283,115 @@ def guests(api, deployment, image_id):
     """Two booted guests shared by the tests."""
     _, image = image_id
     return tuple(boot(api, deployment, image, ["guest-a", "guest-b"]))
+
+
+def libvirt_uris():
+    """(the first libvirt's URI as both daemons reach it, the second's):
+    tools/start-libvirt-peer.sh starts the second when it is not running."""
+    result = subprocess.run(
+        [os.path.join(REPO, "tools", "start-libvirt-peer.sh")],
+        capture_output=True, text=True)
+    if result.returncode != 0:
+        _unavailable("no second libvirt daemon: %s" % result.stderr.strip())
+    main, peer = result.stdout.strip().splitlines()[-2:]
+    return main, peer
+
+
+class LibvirtHosts:
+    """A deployment of ``libvirt_daemons``: its clients (admin), and each
+    compute's libvirt URI and instance directory."""
+
+    def __init__(self, dep, image, uris, instances):
+        self.dep = dep
+        self.image = image
+        self.uris = uris
+        self.instances = instances
+        self.api = clients.ComputeClient(dep.api_url, token=ADMIN_TOKEN,
+                                         microversion="2.105")
+        self.volumes = clients.VolumeClient(dep.volume_url)
+
+    def guest(self, server_id, host):
+        return Guest(server_id, self.instances[host])
+
+    def host_of(self, server_id):
+        code, body, _ = self.api.show_server(server_id)
+        assert code == 200, body
+        return body["server"]["OS-EXT-SRV-ATTR:host"]
+
+    def domains(self, host):
+        """The uuids of the domains defined in ``host``'s libvirt."""
+        out = subprocess.run(["virsh", "-c", self.uris[host], "list", "--all",
+                              "--uuid"], capture_output=True, text=True,
+                             check=True).stdout
+        return set(out.split())
+
+    def live_migrate(self, server_id, host, timeout=WAIT):
+        """os-migrateLive to ``host``; the server once its task_state is
+        None again."""
+        code, body, _ = self.api.request(
+            "POST", "/servers/%s/action" % server_id,
+            {"os-migrateLive": {"host": host, "block_migration": "auto"}})
+        assert code == 202, (code, body)
+        deadline = time.monotonic() + timeout
+        while True:
+            code, body, _ = self.api.show_server(server_id)
+            if body["server"]["OS-EXT-STS:task_state"] is None:
+                return body["server"]
+            assert time.monotonic() < deadline, body
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def libvirt_daemons(work, image_dir, image, libvirts=("main", "peer")):
+    """The real daemons over RabbitMQ and PostgreSQL (the integration
+    harness's ``running_deployment`` in ``work``) with the libvirt driver
+    and the file volume backend, compute<i> on the libvirt named by
+    ``libvirts[i-1]``: "main" (tools/start-libvirt.sh) or "peer"
+    (tools/start-libvirt-peer.sh), each with an instance directory of its
+    own.  Yields a LibvirtHosts; deletes its servers and stops its storage
+    daemon at the end."""
+    main, peer = libvirt_uris()
+    uris = {"compute%d" % (i + 1): {"main": main, "peer": peer}[which]
+            for i, which in enumerate(libvirts)}
+    # a console socket's path must fit in 108 bytes: not under pytest's tmp
+    short = tempfile.mkdtemp(prefix="va-lv-")
+    instances = {host: os.path.join(short, host) for host in uris}
+    common = {
+        "compute": {"virt_driver": "libvirt"},
+        "libvirt": {"virt_type": "qemu", "image_dir": image_dir,
+                    "max_memory_mb": 256,
+                    "live_migration_inbound_addr": "127.0.0.1"},
+    }
+
+    def prepare(dep):
+        for name in list(dep.daemons):
+            if dep.daemons[name][0] == "volattach-compute":
+                dep.remove_daemon(name)
+        for name, script in (("conductor", "volattach-conductor"),
+                             ("api", "volattach-api")):
+            dep.add_daemon(name, script, overrides=common)
+        dep.add_daemon("volume", "volattach-volume", overrides={
+            "volume": {"backend": "file", "backend_name": "file",
+                       "export_port": _free_port()}})
+        for host, uri in uris.items():
+            dep.add_daemon(host, "volattach-compute", overrides={
+                "compute": {"host": host, "virt_driver": "libvirt"},
+                "libvirt": dict(common["libvirt"], connection_uri=uri,
+                                instances_path=instances[host])})
+        # the API starts last, as in the harness
+        dep.daemons["api"] = dep.daemons.pop("api")
+
+    try:
+        with harness.running_deployment(work, prepare=prepare) as dep:
+            hosts = LibvirtHosts(dep, image, uris, instances)
+            try:
+                yield hosts
+            finally:
+                for server in (hosts.api.list_servers()[1] or {}).get(
+                        "servers", []):
+                    hosts.api.delete_server(server["id"])
+                    hosts.api.wait_for_server_deleted(server["id"],
+                                                      timeout=WAIT)
+                stop_storage_daemon(os.path.join(work, "state"))
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
