@@ -442,6 +442,7 @@ class LibvirtDriver(driver.ComputeDriver):
         timer = threading.Timer(CONF.libvirt.live_migration_timeout,
                                 self._abort_job, (dom, instance))
         timer.start()
+        started = time.monotonic()
         try:
             dom.migrateToURI3(migrate_data.connect_uri, params, flags)
         except lv.libvirtError as e:
@@ -449,6 +450,8 @@ class LibvirtDriver(driver.ComputeDriver):
                                             reason=str(e))
         finally:
             timer.cancel()
+        LOG.info("%s migrated to %s (%s) in %.2f s", instance.uuid, dest,
+                 migrate_data.connect_uri, time.monotonic() - started)
 
     def _abort_job(self, dom, instance):
         LOG.warning("live migration of %s took longer than %ss: aborting",
