@@ -349,13 +349,19 @@ class LibvirtDriver(driver.ComputeDriver):
                 operation="pre_live_migration",
                 reason="%s exists here: shared instance storage is not "
                        "supported" % idir)
-        open(os.path.join(idir, MIGRATING_IN), "w").close()
-        with open(os.path.join(idir, "disk"), "wb") as f:
-            f.truncate(ROOT_DISK_BYTES)
-        if instance.config_drive:
-            configdrive.make_config_drive(
-                os.path.join(idir, "disk.config"), instance,
-                instance.user_data_bytes)
+        try:
+            open(os.path.join(idir, MIGRATING_IN), "w").close()
+            with open(os.path.join(idir, "disk"), "wb") as f:
+                f.truncate(ROOT_DISK_BYTES)
+            if instance.config_drive:
+                configdrive.make_config_drive(
+                    os.path.join(idir, "disk.config"), instance,
+                    instance.user_data_bytes)
+        except Exception:
+            # no rollback comes for a failed pre_live_migration: a
+            # directory left here would refuse the next migration
+            shutil.rmtree(idir, ignore_errors=True)
+            raise
         from volattach import objects
         return objects.LiveMigrateData(
             connect_uri=(CONF.libvirt.live_migration_inbound_uri

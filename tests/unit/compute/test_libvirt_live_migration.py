@@ -164,24 +164,28 @@ def test_rollback_leaves_a_directory_it_did_not_make():
     assert not dom.destroyed and os.path.exists(idir)
 
 
-def test_pre_live_migration_refuses_a_directory_already_there(tmp_path):
-    """Shared instance storage (or a guest of that id here already): the
-    destination refuses before it writes anything, and leaves no marker
-    for a rollback to act on."""
+@pytest.fixture
+def image_dir(tmp_path):
+    """[libvirt] image_dir holding one image, ``img``."""
     image = tmp_path / "images" / "img"
     image.mkdir(parents=True)
     (image / "kernel").write_bytes(b"k")
     (image / "initramfs").write_bytes(b"i")
     CONF.set_override("image_dir", str(tmp_path / "images"), group="libvirt")
-    try:
-        idir = _incoming_dir(marker=False)
-        instance = types.SimpleNamespace(uuid=UUID, image_ref="img",
-                                         config_drive=False)
-        with pytest.raises(exception.VirtDriverError, match="shared"):
-            _driver(None).pre_live_migration(instance, [])
-        assert os.listdir(idir) == []
-    finally:
-        CONF.clear_override("image_dir", group="libvirt")
+    yield
+    CONF.clear_override("image_dir", group="libvirt")
+
+
+def test_pre_live_migration_refuses_a_directory_already_there(image_dir):
+    """Shared instance storage (or a guest of that id here already): the
+    destination refuses before it writes anything, and leaves no marker
+    for a rollback to act on."""
+    idir = _incoming_dir(marker=False)
+    instance = types.SimpleNamespace(uuid=UUID, image_ref="img",
+                                     config_drive=False)
+    with pytest.raises(exception.VirtDriverError, match="shared"):
+        _driver(None).pre_live_migration(instance, [])
+    assert os.listdir(idir) == []
 
 
 class _Client:
@@ -219,3 +223,20 @@ def test_live_migration_sends_migrate_data_to_sources_of_1_8(
                        migrate_data=migrate_data)
     version, method, kwargs = client.calls[0]
     assert (version, kwargs) == sent and method == "live_migration"
+
+
+def test_a_failed_pre_live_migration_leaves_no_directory(image_dir,
+                                                         monkeypatch):
+    """No rollback follows a failed pre_live_migration: its directory goes
+    at once, or the next migration here would be refused as shared
+    storage."""
+
+    def make_config_drive(*args):
+        raise OSError("genisoimage failed")
+    monkeypatch.setattr(libvirt_driver.configdrive, "make_config_drive",
+                        make_config_drive)
+    instance = types.SimpleNamespace(uuid=UUID, image_ref="img",
+                                     config_drive=True, user_data_bytes=None)
+    with pytest.raises(OSError):
+        _driver(None).pre_live_migration(instance, [])
+    assert not os.path.exists(os.path.join(CONF.libvirt.instances_path, UUID))
