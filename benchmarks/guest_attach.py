@@ -156,22 +156,33 @@ def run_fake(cycles):
         d.stop()
 
 
+def add_image_dir_argument(parser):
+    parser.add_argument("--image-dir", default=os.environ.get(
+        "VOLATTACH_TEST_IMAGE_DIR", os.path.join(REPO, ".ci-state", "images")))
+
+
+def first_image(image_dir):
+    """The id of the first test image under ``image_dir`` (exits when
+    there is none)."""
+    images = sorted(n for n in os.listdir(image_dir)
+                    if os.path.isfile(os.path.join(image_dir, n, "kernel")))
+    if not images:
+        sys.exit("no image under %s: run tools/build-test-image.sh %s"
+                 % (image_dir, image_dir))
+    return images[0]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cycles", type=int, default=30)
-    parser.add_argument("--image-dir", default=os.environ.get(
-        "VOLATTACH_TEST_IMAGE_DIR", os.path.join(REPO, ".ci-state", "images")))
+    add_image_dir_argument(parser)
     parser.add_argument("--skip-fake", action="store_true")
     parser.add_argument("--skip-libvirt", action="store_true")
     args = parser.parse_args(argv)
-    images = sorted(n for n in os.listdir(args.image_dir)
-                    if os.path.isfile(os.path.join(args.image_dir, n, "kernel")))
-    if not images:
-        sys.exit("no image under %s: run tools/build-test-image.sh %s"
-                 % (args.image_dir, args.image_dir))
+    image = first_image(args.image_dir)
     result = {"cycles": args.cycles}
     if not args.skip_libvirt:
-        result["libvirt"] = run_libvirt(args.cycles, args.image_dir, images[0])
+        result["libvirt"] = run_libvirt(args.cycles, args.image_dir, image)
         print(json.dumps(result), file=sys.stderr, flush=True)
     if not args.skip_fake:
         result["fake"] = run_fake(args.cycles)

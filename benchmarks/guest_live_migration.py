@@ -32,7 +32,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from benchmarks.guest_attach import _summary  # noqa: E402
+from benchmarks import guest_attach  # noqa: E402
 from tests.guest import conftest as guest_env  # noqa: E402
 from tests.integration import client as clients  # noqa: E402
 from tests.integration import conftest as harness  # noqa: E402
@@ -43,6 +43,23 @@ def _volume(volumes):
     assert code == 202, (code, body)
     volumes.wait_for_volume_status(body["volume"]["id"], "available")
     return body["volume"]["id"]
+
+
+def _server_with_volumes(hosts, **fields):
+    """An ACTIVE server on compute1 with a read-write and a read-only
+    volume attached; its id."""
+    code, body, _ = hosts.api.create_server(
+        name="lm-bench", availability_zone="nova:compute1", **fields)
+    assert code == 202, (code, body)
+    server_id = body["server"]["id"]
+    hosts.api.wait_for_server_status(server_id, "ACTIVE")
+    for mode in ("rw", "ro"):
+        volume_id = _volume(hosts.volumes)
+        code, body, _ = hosts.api.attach_volume(server_id, volume_id,
+                                                attach_mode=mode)
+        assert code == 202, (code, body)
+        hosts.volumes.wait_for_volume_status(volume_id, "in-use")
+    return server_id
 
 
 def _migrate(hosts, server_id, host, api_times):
@@ -56,20 +73,9 @@ def run_libvirt(migrations, image_dir, image):
     import libvirt
     work = tempfile.mkdtemp(prefix="lm-bench-")
     with guest_env.libvirt_daemons(work, image_dir, image) as hosts:
-        code, body, _ = hosts.api.create_server(
-            name="lm-bench", image_ref=image, flavor_ref="1",
-            availability_zone="nova:compute1")
-        assert code == 202, (code, body)
-        server_id = body["server"]["id"]
-        hosts.api.wait_for_server_status(server_id, "ACTIVE")
+        server_id = _server_with_volumes(hosts, image_ref=image)
         hosts.guest(server_id, "compute1").wait_for(
             "VA-READY", timeout=guest_env.BOOT_TIMEOUT)
-        for mode in ("rw", "ro"):
-            volume_id = _volume(hosts.volumes)
-            code, body, _ = hosts.api.attach_volume(server_id, volume_id,
-                                                    attach_mode=mode)
-            assert code == 202, (code, body)
-            hosts.volumes.wait_for_volume_status(volume_id, "in-use")
         api_times, total, downtime = [], [], []
         for i in range(migrations):
             dest = "compute2" if i % 2 == 0 else "compute1"
@@ -82,48 +88,32 @@ def run_libvirt(migrations, image_dir, image):
                 conn.close()
             total.append(stats.get("time_elapsed", 0) / 1000.0)
             downtime.append(stats.get("downtime", 0) / 1000.0)
-        return {"api_s": _summary(api_times),
-                "libvirt_job_s": _summary(total),
-                "guest_downtime_s": _summary(downtime)}
+        return {"api_s": guest_attach._summary(api_times),
+                "libvirt_job_s": guest_attach._summary(total),
+                "guest_downtime_s": guest_attach._summary(downtime)}
 
 
 def run_fake(migrations):
     work = tempfile.mkdtemp(prefix="lm-bench-fake-")
     with harness.running_deployment(work) as dep:
         hosts = guest_env.LibvirtHosts(dep, clients.DEFAULT_IMAGE, {}, {})
-        code, body, _ = hosts.api.create_server(
-            name="lm-bench", availability_zone="nova:compute1")
-        assert code == 202, (code, body)
-        server_id = body["server"]["id"]
-        hosts.api.wait_for_server_status(server_id, "ACTIVE")
-        for mode in ("rw", "ro"):
-            volume_id = _volume(hosts.volumes)
-            code, body, _ = hosts.api.attach_volume(server_id, volume_id,
-                                                    attach_mode=mode)
-            assert code == 202, (code, body)
-            hosts.volumes.wait_for_volume_status(volume_id, "in-use")
+        server_id = _server_with_volumes(hosts)
         api_times = []
         for i in range(migrations):
             _migrate(hosts, server_id,
                      "compute2" if i % 2 == 0 else "compute1", api_times)
-        return {"api_s": _summary(api_times)}
+        return {"api_s": guest_attach._summary(api_times)}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--migrations", type=int, default=10)
-    parser.add_argument("--image-dir", default=os.environ.get(
-        "VOLATTACH_TEST_IMAGE_DIR", os.path.join(REPO, ".ci-state", "images")))
+    guest_attach.add_image_dir_argument(parser)
     parser.add_argument("--skip-fake", action="store_true")
     args = parser.parse_args(argv)
-    images = sorted(n for n in os.listdir(args.image_dir)
-                    if os.path.isfile(os.path.join(args.image_dir, n, "kernel")))
-    if not images:
-        sys.exit("no image under %s: run tools/build-test-image.sh %s"
-                 % (args.image_dir, args.image_dir))
     result = {"migrations": args.migrations,
               "libvirt": run_libvirt(args.migrations, args.image_dir,
-                                     images[0])}
+                                     guest_attach.first_image(args.image_dir))}
     print(json.dumps(result), file=sys.stderr, flush=True)
     if not args.skip_fake:
         result["fake"] = run_fake(args.migrations)
