@@ -54,7 +54,7 @@ SERVICE_VERSION_HISTORY = (
 # The first service version whose computes suspend, resume and reboot.
 SUSPEND_REBOOT_SERVICE_VERSION = 7
 # The first service version whose computes rebuild.
-REBUILD_SERVICE_VERSION = 9
+REBUILD_SERVICE_VERSION = 8
 
 # The first service version whose computes honour attach_mode "ro".
 READ_ONLY_ATTACH_SERVICE_VERSION = 3

@@ -124,7 +124,21 @@ def test_conductor_task_versions_agree():
 @pytest.mark.parametrize("version,expected", [(None, None), (0, "1.0"), (1, "1.0"),
                                               (2, "1.1"), (3, "1.2"), (4, "1.3"),
                                               (5, "1.4"), (6, "1.5"),
-                                              (7, "1.6"), (8, "1.7"),
+                                              (7, "1.6"), (8, "1.7"), (9, "1.8"),
                                               (99, compute_rpcapi.ComputeAPI.VERSION)])
 def test_compute_rpc_for_service_version(version, expected):
     assert service_obj.compute_rpc_for_service_version(version) == expected
+
+
+@pytest.mark.parametrize("first,rpc", [
+    (service_obj.READ_ONLY_ATTACH_SERVICE_VERSION, "1.2"),
+    (service_obj.LIVE_MIGRATION_SERVICE_VERSION, "1.3"),
+    (service_obj.SUSPEND_REBOOT_SERVICE_VERSION, "1.6"),
+    (service_obj.REBUILD_SERVICE_VERSION, "1.7"),
+])
+def test_feature_service_versions_are_the_first_with_their_rpc(first, rpc):
+    """A feature's first service version is the one whose computes speak
+    the compute RPC that brought it, and the one before is not: a bump of
+    SERVICE_VERSION must not move them (one did, by a text replace)."""
+    assert service_obj.compute_rpc_for_service_version(first) == rpc
+    assert service_obj.compute_rpc_for_service_version(first - 1) != rpc
