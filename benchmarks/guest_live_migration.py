@@ -64,7 +64,8 @@ def _server_with_volumes(hosts, **fields):
 
 def _migrate(hosts, server_id, host, api_times):
     t0 = time.monotonic()
-    server = hosts.live_migrate(server_id, host)
+    server = hosts.api.live_migrate(server_id, host,
+                                    timeout=guest_env.WAIT)
     api_times.append(time.monotonic() - t0)
     assert server["OS-EXT-SRV-ATTR:host"] == host, server
 

@@ -313,32 +313,12 @@ class LibvirtHosts:
     def guest(self, server_id, host):
         return Guest(server_id, self.instances[host])
 
-    def host_of(self, server_id):
-        code, body, _ = self.api.show_server(server_id)
-        assert code == 200, body
-        return body["server"]["OS-EXT-SRV-ATTR:host"]
-
     def domains(self, host):
         """The uuids of the domains defined in ``host``'s libvirt."""
         out = subprocess.run(["virsh", "-c", self.uris[host], "list", "--all",
                               "--uuid"], capture_output=True, text=True,
                              check=True).stdout
         return set(out.split())
-
-    def live_migrate(self, server_id, host, timeout=WAIT):
-        """os-migrateLive to ``host``; the server once its task_state is
-        None again."""
-        code, body, _ = self.api.request(
-            "POST", "/servers/%s/action" % server_id,
-            {"os-migrateLive": {"host": host, "block_migration": "auto"}})
-        assert code == 202, (code, body)
-        deadline = time.monotonic() + timeout
-        while True:
-            code, body, _ = self.api.show_server(server_id)
-            if body["server"]["OS-EXT-STS:task_state"] is None:
-                return body["server"]
-            assert time.monotonic() < deadline, body
-            time.sleep(0.05)
 
 
 @contextlib.contextmanager

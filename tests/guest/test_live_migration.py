@@ -3,10 +3,11 @@ to another, a refused migration that rolls back, and a kill -9 of one
 compute daemon alone.
 
 The real daemons over RabbitMQ and PostgreSQL (``conftest.libvirt_daemons``),
-with the libvirt driver and the file volume backend: compute1 on the libvirt of tools/start-libvirt.sh, compute2 on the
-peer libvirt of tools/start-libvirt-peer.sh (its own mount namespace, state
-and host UUID), compute3 on compute1's libvirt again, with an instance
-directory of its own (a destination that libvirt refuses: the same host).
+with the libvirt driver and the file volume backend: compute1 on the
+libvirt of tools/start-libvirt.sh, compute2 on the peer libvirt of
+tools/start-libvirt-peer.sh (its own mount namespace, state and host
+UUID), compute3 on compute1's libvirt again, with an instance directory
+of its own (a destination that libvirt refuses: the same host).
 
 The tests run in file order on one guest: it boots on compute1, moves to
 compute2 and back, fails to move to compute3, sees compute1's daemon
@@ -20,7 +21,8 @@ import uuid
 import pytest
 
 from tests.guest import conftest as guest_env
-from tests.guest.test_data_path import _read, _volume, _write
+from tests.guest.test_data_path import (_attach, _detach, _read, _volume,
+                                        _write)
 
 WAIT = guest_env.WAIT
 
@@ -47,27 +49,14 @@ def server(hosts):
     guest = hosts.guest(server_id, "compute1")
     guest.wait_for("VA-READY", timeout=guest_env.BOOT_TIMEOUT)
     rw, ro = _volume(hosts.volumes), _volume(hosts.volumes)
-    devs = {}
-    for volume_id, mode in ((rw, "rw"), (ro, "ro")):
-        since = len(guest.text())
-        code, body, _ = hosts.api.attach_volume(server_id, volume_id,
-                                                attach_mode=mode)
-        assert code == 202, (code, body)
-        devs[mode] = guest.wait_disk(volume_id, since=since)[0]
-        hosts.volumes.wait_for_volume_status(volume_id, "in-use")
+    devs = {mode: _attach(hosts.api, hosts.volumes, guest, volume_id, mode)[0]
+            for volume_id, mode in ((rw, "rw"), (ro, "ro"))}
     pattern = "before-%s" % uuid.uuid4().hex[:8]
     _write(guest, devs["rw"], pattern)
     # tmpfs: only a live guest keeps it
     assert guest.run("echo %s > /tmp/mark" % pattern)[0] == 0
     return {"id": server_id, "rw": rw, "ro": ro, "devs": devs,
             "pattern": pattern}
-
-
-def _attachments(hosts, volume_id):
-    code, body, _ = hosts.volumes.show_volume(volume_id)
-    assert code == 200, body
-    return [(a["attachment_id"], a["host_name"])
-            for a in body["volume"]["attachments"]]
 
 
 def _migrations(hosts, server_id):
@@ -81,10 +70,10 @@ def _migrations(hosts, server_id):
 def test_live_migration_to_another_libvirt_keeps_guest_and_volumes(
         hosts, server):
     server_id, devs = server["id"], server["devs"]
-    assert hosts.host_of(server_id) == "compute1"
+    assert hosts.api.server_host(server_id) == "compute1"
     source_dir = os.path.join(hosts.instances["compute1"], server_id)
 
-    moved = hosts.live_migrate(server_id, "compute2")
+    moved = hosts.api.live_migrate(server_id, "compute2", timeout=WAIT)
     assert moved["OS-EXT-SRV-ATTR:host"] == "compute2", moved
     assert moved["status"] == "ACTIVE"
     assert [m["status"] for m in _migrations(hosts, server_id)] \
@@ -112,7 +101,7 @@ def test_live_migration_to_another_libvirt_keeps_guest_and_volumes(
     assert status != 0 and "Operation not permitted" in out, out
     # one attachment per volume, on the destination
     for volume_id in (server["rw"], server["ro"]):
-        rows = _attachments(hosts, volume_id)
+        rows = hosts.volumes.attachment_hosts(volume_id)
         assert [host for _, host in rows] == ["compute2"], rows
     # the console through the API is the destination's
     code, body, _ = hosts.api.request(
@@ -127,11 +116,12 @@ def test_a_migration_libvirt_refuses_rolls_back(hosts, server):
     comes from, and the guest stays where it runs, as it was."""
     server_id = server["id"]
     # back to compute1 first (the other direction works too)
-    moved = hosts.live_migrate(server_id, "compute1")
+    moved = hosts.api.live_migrate(server_id, "compute1", timeout=WAIT)
     assert moved["OS-EXT-SRV-ATTR:host"] == "compute1", moved
-    before = {v: _attachments(hosts, v) for v in (server["rw"], server["ro"])}
+    before = {v: hosts.volumes.attachment_hosts(v)
+              for v in (server["rw"], server["ro"])}
 
-    failed = hosts.live_migrate(server_id, "compute3")
+    failed = hosts.api.live_migrate(server_id, "compute3", timeout=WAIT)
     assert failed["OS-EXT-SRV-ATTR:host"] == "compute1", failed
     assert failed["status"] == "ACTIVE", failed
     assert _migrations(hosts, server_id)[0]["status"] in ("failed", "error")
@@ -141,7 +131,7 @@ def test_a_migration_libvirt_refuses_rolls_back(hosts, server):
     status, out = guest.run("cat /tmp/mark")
     assert status == 0 and server["pattern"] in out, out
     for volume_id, rows in before.items():
-        assert _attachments(hosts, volume_id) == rows
+        assert hosts.volumes.attachment_hosts(volume_id) == rows
     # nothing left in compute3's instance directory
     assert not os.path.exists(os.path.join(hosts.instances["compute3"],
                                            server_id))
@@ -149,7 +139,7 @@ def test_a_migration_libvirt_refuses_rolls_back(hosts, server):
 
 def test_kill_9_of_one_compute_keeps_guest_and_disks(hosts, server):
     server_id, devs = server["id"], server["devs"]
-    host = hosts.host_of(server_id)
+    host = hosts.api.server_host(server_id)
     guest = hosts.guest(server_id, host)
     hosts.dep.kill(host)
     since = time.time()
@@ -163,23 +153,20 @@ def test_kill_9_of_one_compute_keeps_guest_and_disks(hosts, server):
             == server[mode][:20]
     # and detach works
     for volume_id in (server["rw"], server["ro"]):
-        since = len(guest.text())
-        code, body, _ = hosts.api.detach_volume(server_id, volume_id)
-        assert code == 202, (code, body)
-        guest.wait_disk(volume_id, present=False, since=since)
+        _detach(hosts.api, guest, volume_id)
         hosts.volumes.wait_for_volume_status(volume_id, "available")
 
 
 def test_a_paused_guest_arrives_paused(hosts, server):
     server_id = server["id"]
-    source = hosts.host_of(server_id)
+    source = hosts.api.server_host(server_id)
     dest = "compute2" if source == "compute1" else "compute1"
     code, body, _ = hosts.api.request(
         "POST", "/servers/%s/action" % server_id, {"pause": None})
     assert code == 202, (code, body)
     hosts.api.wait_for_server_status(server_id, "PAUSED", timeout=WAIT)
 
-    moved = hosts.live_migrate(server_id, dest)
+    moved = hosts.api.live_migrate(server_id, dest, timeout=WAIT)
     assert (moved["OS-EXT-SRV-ATTR:host"], moved["status"]) \
         == (dest, "PAUSED"), moved
     state = subprocess.run(["virsh", "-c", hosts.uris[dest], "domstate",

@@ -137,6 +137,25 @@ class ComputeClient(_HTTPClient):
         return _wait(fetch, done, f"server {server_id} to be {status}",
                      timeout, interval)
 
+    def server_host(self, server_id):
+        """The server's ``OS-EXT-SRV-ATTR:host`` (admin)."""
+        code, body, _ = self.show_server(server_id, microversion="2.1")
+        assert code == 200, (code, body)
+        return body["server"]["OS-EXT-SRV-ATTR:host"]
+
+    def live_migrate(self, server_id, host, timeout=60, interval=0.05):
+        """os-migrateLive to ``host`` (admin, 2.25); poll until the
+        server's task_state is None again and return it."""
+        code, body, _ = self.request(
+            "POST", f"/servers/{server_id}/action",
+            {"os-migrateLive": {"host": host, "block_migration": "auto"}},
+            microversion="2.25")
+        assert code == 202, (code, body)
+        return _wait(
+            lambda: self.show_server(server_id, microversion="2.1")[1]["server"],
+            lambda server: server["OS-EXT-STS:task_state"] is None,
+            f"the live migration of {server_id} to {host}", timeout, interval)
+
     def wait_for_server_deleted(self, server_id, timeout=60, interval=0.5):
         """Poll until GET of the server answers 404."""
         _wait(lambda: self.show_server(server_id),
@@ -219,6 +238,13 @@ class VolumeClient(_HTTPClient):
     def show_volume(self, volume_id, microversion=None):
         return self.request("GET", self._path(f"/volumes/{volume_id}"),
                             microversion=microversion)
+
+    def attachment_hosts(self, volume_id):
+        """[(attachment id, host name)] of the volume's attachments."""
+        code, body, _ = self.show_volume(volume_id)
+        assert code == 200, (code, body)
+        return [(a["attachment_id"], a["host_name"])
+                for a in body["volume"]["attachments"]]
 
     def list_volumes(self, detail=True, microversion=None, **params):
         path = "/volumes/detail" if detail else "/volumes"

@@ -94,37 +94,11 @@ def _volume(volumes):
     return body["volume"]["id"]
 
 
-def _host(compute, server):
-    return compute.show_server(server, microversion="2.1")[1]["server"][
-        "OS-EXT-SRV-ATTR:host"]
-
-
-def _attachments(volumes, volume_id):
-    status, body, _ = volumes.show_volume(volume_id)
-    assert status == 200, body
-    return [(a["attachment_id"], a["host_name"]) for a in body["volume"]["attachments"]]
-
-
 def _all_rows(volumes, volume_id):
     status, body, _ = volumes.request(
         "GET", volumes._path("/attachments/detail"), params={"volume_id": volume_id})
     assert status == 200, body
     return body["attachments"]
-
-
-def _migrate_and_wait(compute, server, host):
-    status, body, _ = compute.request(
-        "POST", f"/servers/{server}/action",
-        {"os-migrateLive": {"host": host, "block_migration": "auto"}},
-        microversion="2.25")
-    assert status == 202, body
-    deadline = time.time() + WAIT
-    while time.time() < deadline:
-        srv = compute.show_server(server, microversion="2.1")[1]["server"]
-        if srv["OS-EXT-STS:task_state"] is None:
-            return srv
-        time.sleep(0.5)
-    raise AssertionError("live migration of %s did not finish" % server)
 
 
 def _setup(compute, volumes):
@@ -149,14 +123,14 @@ def _cleanup(compute, volumes, server, vols):
 
 def test_live_migrate_server_with_volumes(stats, compute, volumes):
     server, vols = _setup(compute, volumes)
-    before = {v: _attachments(volumes, v) for v in vols}
+    before = {v: volumes.attachment_hosts(v) for v in vols}
     assert all(rows[0][1] == "compute1" for rows in before.values())
-    srv = _migrate_and_wait(compute, server, "compute2")
+    srv = compute.live_migrate(server, "compute2", timeout=WAIT)
     assert srv["status"] == "ACTIVE"
-    assert _host(compute, server) == "compute2"
+    assert compute.server_host(server) == "compute2"
     src, dest = _read(stats["compute1"]), _read(stats["compute2"])
     for volume_id in vols:
-        [(attachment_id, host)] = _attachments(volumes, volume_id)
+        [(attachment_id, host)] = volumes.attachment_hosts(volume_id)
         assert host == "compute2"
         assert attachment_id != before[volume_id][0][0]
         assert len(_all_rows(volumes, volume_id)) == 1
@@ -190,11 +164,11 @@ def test_injected_failure_rolls_back(deployment, stats, compute, volumes,
         paths = _configure(deployment, fail=[operation], only="compute1",
                            fail_host="compute1")
     server, vols = _setup(compute, volumes)
-    before = {v: _attachments(volumes, v) for v in vols}
+    before = {v: volumes.attachment_hosts(v) for v in vols}
     try:
         if fail_host == "compute2":
             paths = _configure(deployment, fail=[operation], only="compute2")
-        _migrate_and_wait(compute, server, "compute2")
+        compute.live_migrate(server, "compute2", timeout=WAIT)
         _check_rolled_back(compute, volumes, server, vols, before, paths, event)
     finally:
         _cleanup(compute, volumes, server, vols)
@@ -204,10 +178,10 @@ def test_injected_failure_rolls_back(deployment, stats, compute, volumes,
 def _check_rolled_back(compute, volumes, server, vols, before, paths, event):
     srv = compute.show_server(server, microversion="2.51")[1]["server"]
     assert srv["status"] == "ACTIVE"
-    assert _host(compute, server) == "compute1"
+    assert compute.server_host(server) == "compute1"
     src = _read(paths["compute1"])
     for volume_id in vols:
-        assert _attachments(volumes, volume_id) == before[volume_id]
+        assert volumes.attachment_hosts(volume_id) == before[volume_id]
         assert len(_all_rows(volumes, volume_id)) == 1
         assert before[volume_id][0][0] in src["connected"]
     status, body, _ = compute.request(
