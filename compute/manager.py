@@ -36,7 +36,7 @@ def _mode(bdm):
 
 
 class ComputeManager:
-    target = messaging.Target(version="1.8")
+    target = messaging.Target(version="1.9")
 
     def __init__(self, host, driver):
         self.host = host
@@ -61,7 +61,7 @@ class ComputeManager:
     # -- device names -----------------------------------------------------------
     def reserve_block_device_name(self, context, instance, device, volume_id,
                                   tag=None, delete_on_termination=False,
-                                  bdms=None):
+                                  bdms=None, bdm_uuid=None):
         """Pick the next free device name and create the volume's BDM.
 
         ``bdms`` (compute RPC 1.4) is the server's mappings as the conductor
@@ -71,30 +71,38 @@ class ComputeManager:
         attach got the lock first), or when the list fails a check (it may
         be stale), or without ``bdms`` (an older conductor), the mappings
         are read again through the conductor and decide, as before 1.4.
+
+        ``bdm_uuid`` (1.9) is the uuid the record gets, so that a conductor
+        whose call got no answer can find the record and destroy it.  A
+        request delivered again finds its record and returns it.
         """
         with locks.lock(instance.uuid):
             if bdms is not None:
                 bdm = self._reserve_from_listing(context, instance, device,
                                                  volume_id, tag,
-                                                 delete_on_termination, bdms)
+                                                 delete_on_termination, bdms,
+                                                 bdm_uuid)
                 if bdm is not None:
                     return bdm
             bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
                 context, instance.uuid)
+            made = [b for b in bdms if bdm_uuid and b.uuid == bdm_uuid]
+            if made:
+                return made[0]
             self._check_can_attach(instance, volume_id, bdms)
             bdm = self._new_bdm(context, instance, device, volume_id, tag,
-                                delete_on_termination, bdms)
+                                delete_on_termination, bdms, bdm_uuid)
             bdm.create()
             return bdm
 
     def _reserve_from_listing(self, context, instance, device, volume_id, tag,
-                              delete_on_termination, bdms):
+                              delete_on_termination, bdms, bdm_uuid):
         """The BDM created from the conductor's listing ``bdms``, or None
         when the listing cannot be trusted to decide (see the caller)."""
         try:
             self._check_can_attach(instance, volume_id, bdms)
             bdm = self._new_bdm(context, instance, device, volume_id, tag,
-                                delete_on_termination, bdms)
+                                delete_on_termination, bdms, bdm_uuid)
         except (exception.VolumeAlreadyAttached, exception.TooManyDiskDevices,
                 exception.DevicePathInUse):
             return None
@@ -114,12 +122,13 @@ class ComputeManager:
             raise exception.TooManyDiskDevices(maximum=limit)
 
     def _new_bdm(self, context, instance, device, volume_id, tag,
-                 delete_on_termination, bdms):
+                 delete_on_termination, bdms, bdm_uuid=None):
         """The volume's BDM (not created yet), named by the driver."""
         used = [b.device_name for b in bdms if b.device_name]
         name = self.driver.get_device_name_for_instance(instance, used, device)
         return objects.BlockDeviceMapping(
-            context, uuid=str(uuidlib.uuid4()), instance_uuid=instance.uuid,
+            context, uuid=bdm_uuid or str(uuidlib.uuid4()),
+            instance_uuid=instance.uuid,
             source_type="volume", destination_type="volume",
             volume_id=volume_id, device_name=name, boot_index=None,
             tag=tag, delete_on_termination=delete_on_termination)

@@ -27,6 +27,9 @@ API version history:
           (None from a driver that needs none) and live_migration takes
           it as migrate_data: how the source's hypervisor reaches the
           destination's (the libvirt driver's live migration)
+    1.9 - reserve_block_device_name takes bdm_uuid, the uuid the new BDM
+          gets: a conductor whose call got no answer (a broker restart
+          lost it) finds and destroys the record the compute made
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -55,7 +58,7 @@ _CAP_TTL = 10.0
 
 
 class ComputeAPI:
-    VERSION = "1.8"
+    VERSION = "1.9"
 
     def __init__(self):
         self._cap_lock = threading.Lock()
@@ -95,13 +98,19 @@ class ComputeAPI:
     # -- calls ----------------------------------------------------------------------
     def reserve_block_device_name(self, ctxt, instance, device, volume_id,
                                   tag=None, delete_on_termination=False,
-                                  bdms=None):
+                                  bdms=None, bdm_uuid=None):
         """``bdms``: the server's BlockDeviceMappingList, read by the caller
         just before; sent to computes of 1.4 and up (older ones read it
-        themselves through the conductor)."""
+        themselves through the conductor).  ``bdm_uuid``: the uuid of the
+        record to create, sent to computes of 1.9 and up (older ones make
+        their own)."""
         client = self._client(instance.host)
         kwargs = dict(instance=instance, device=device, volume_id=volume_id,
                       tag=tag, delete_on_termination=delete_on_termination)
+        if bdm_uuid is not None and client.can_send_version("1.9"):
+            return client.prepare(version="1.9").call(
+                ctxt, "reserve_block_device_name", bdms=bdms,
+                bdm_uuid=bdm_uuid, **kwargs)
         if bdms is not None and client.can_send_version("1.4"):
             return client.prepare(version="1.4").call(
                 ctxt, "reserve_block_device_name", bdms=bdms, **kwargs)

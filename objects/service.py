@@ -15,7 +15,7 @@ from oslo_versionedobjects import fields
 from volattach.objects import base
 from volattach import exception
 
-SERVICE_VERSION = 9
+SERVICE_VERSION = 10
 
 SERVICE_VERSION_HISTORY = (
     # Version 0: no service version reported (never sent by volattach)
@@ -49,6 +49,9 @@ SERVICE_VERSION_HISTORY = (
     # Version 9: compute RPC 1.8 (pre_live_migration returns the
     # destination's LiveMigrateData; live_migration takes it)
     {"compute_rpc": "1.8"},
+    # Version 10: compute RPC 1.9 (reserve_block_device_name creates the
+    # record under the conductor's bdm_uuid)
+    {"compute_rpc": "1.9"},
 )
 
 # The first service version whose computes suspend, resume and reboot.

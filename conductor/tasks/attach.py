@@ -1,6 +1,9 @@
 """Attach a volume to a server on a host."""
 import logging
 
+import oslo_messaging as messaging
+from oslo_utils import uuidutils
+
 from volattach import objects
 from volattach.conductor.tasks import base
 from volattach.objects.notification import notify_volume
@@ -18,14 +21,25 @@ class AttachVolumeTask(base.TaskBase):
         Returns the device name.  Any failure undoes the completed steps and
         is re-raised (the caller of a cast only sees it in the instance
         action's failed event).
+
+        The record is made by the compute under a uuid chosen here (compute
+        RPC 1.9): a reserve that failed without an answer (a broker restart
+        lost the compute's reply, or the reply of the compute's own call
+        that created the record) may still have made it, and the rollback
+        destroys it by that uuid.  Left for the reconcile pass: a reserve
+        that a compute runs only after this call gave up, and the record of
+        a compute older than 1.9.  An attach on the compute that got no
+        answer is unplugged again, as one that answered.
         """
         event = base.Event(context, instance.uuid, "compute_attach_volume", instance.host)
         notify_volume(context, "volume_attach", "start", instance, volume_id)
         bdm = attachment_id = None
+        bdm_uuid = uuidutils.generate_uuid()
         create_sent = plugged = False
         try:
             bdm = self._reserve_block_device_name(
-                context, instance, device, volume_id, tag, delete_on_termination)
+                context, instance, device, volume_id, tag, delete_on_termination,
+                bdm_uuid)
             attach_mode = attach_mode or "rw"
             create_sent = True
             attachment = self._create_attachment(
@@ -54,8 +68,14 @@ class AttachVolumeTask(base.TaskBase):
             # A delete that read the server's records before this one
             # existed cannot release it: give the volume back here.
             self._check_server_kept(context, instance, "attach_volume")
-            self.compute_rpcapi.attach_volume(context, instance, bdm,
-                                              attach_mode=attach_mode)
+            try:
+                self.compute_rpcapi.attach_volume(context, instance, bdm,
+                                                  attach_mode=attach_mode)
+            except messaging.MessagingTimeout:
+                # no answer: the compute may have plugged it all the same,
+                # and its unplug of a device it does not have is a no-op
+                plugged = True
+                raise
             plugged = True
             base.retry_transient(self.volume_api.attachment_complete,
                                  context, attachment_id)
@@ -79,6 +99,8 @@ class AttachVolumeTask(base.TaskBase):
                     base.retry_transient(bdm.destroy)
                 except Exception:
                     LOG.exception("could not destroy BDM during rollback")
+            else:
+                self._destroy_unanswered_reserve(context, instance, bdm_uuid)
             event.failure(error)
             notify_volume(context, "volume_attach", "error", instance, volume_id,
                           [bdm], error=error)
@@ -120,8 +142,26 @@ class AttachVolumeTask(base.TaskBase):
             return None
         return found["id"] if found else None
 
+    @staticmethod
+    def _destroy_unanswered_reserve(context, instance, bdm_uuid):
+        """Destroy the record ``bdm_uuid`` of ``instance`` if a reserve whose
+        answer never came made it (it holds no attachment: only this
+        workflow would have given it one)."""
+        try:
+            made = [b for b in base.retry_transient(
+                objects.BlockDeviceMappingList.get_by_instance_uuid,
+                context, instance.uuid) if b.uuid == bdm_uuid]
+            for bdm in made:
+                LOG.warning("the reserve of %s on %s made record %s without "
+                            "an answer; destroying it", bdm.volume_id,
+                            instance.uuid, bdm_uuid)
+                base.retry_transient(bdm.destroy_if_attachment, None)
+        except Exception:
+            LOG.exception("could not look for record %s of %s during rollback",
+                          bdm_uuid, instance.uuid)
+
     def _reserve_block_device_name(self, context, instance, device, volume_id,
-                                   tag, delete_on_termination):
+                                   tag, delete_on_termination, bdm_uuid):
         """The new BDM, named and created by the server's compute.  A compute
         of RPC 1.4 gets the server's mappings with the call (read here, in
         this process's database session) and needs one call back to the
@@ -134,4 +174,5 @@ class AttachVolumeTask(base.TaskBase):
                 context, instance.uuid)
         return self.compute_rpcapi.reserve_block_device_name(
             context, instance, device, volume_id, tag=tag,
-            delete_on_termination=delete_on_termination, bdms=bdms)
+            delete_on_termination=delete_on_termination, bdms=bdms,
+            bdm_uuid=bdm_uuid)

@@ -204,6 +204,39 @@ def test_failed_attach_leaves_nothing_and_an_error_event(env, deployment,
     env.wait.volume_status(env.volumes, volume_id, "in-use")
 
 
+@pytest.mark.parametrize("method", ["reserve_block_device_name",
+                                    "attach_volume"])
+@pytest.mark.parametrize("version,status", [("2.101", 202), ("2.100", 503)])
+def test_a_compute_call_whose_answer_is_lost_leaves_nothing(
+        env, deployment, monkeypatch, method, version, status):
+    """The compute did its part (made the record; plugged the volume),
+    then its answer was lost (what a RabbitMQ restart does to a call;
+    injected here): the rollback finds the record by the uuid the
+    conductor sent and destroys it, and unplugs what may have been plugged,
+    so the volume is not left listed on the server while it is available,
+    nor plugged in the guest; it attaches again at once."""
+    from volattach.compute import manager as compute_manager
+    from volattach import rpc
+    real = getattr(compute_manager.ComputeManager, method)
+    done = []
+
+    def answer_lost(self, *args, **kwargs):
+        done.append(real(self, *args, **kwargs))
+        raise rpc.RPCTimeout(topic="compute", method=method)
+    server_id = env.server(name="lost-%s-%s" % (method, version))
+    volume_id = env.volume()
+    monkeypatch.setattr(compute_manager.ComputeManager, method, answer_lost)
+    code, body, headers = _attach(env, server_id, volume_id, version)
+    assert code == status, body
+    _finished_action(env, server_id, headers["x-openstack-request-id"])
+    monkeypatch.undo()
+    assert len(done) == 1
+    _assert_nothing_left(env, deployment, server_id, volume_id)
+    code, body, _ = _attach(env, server_id, volume_id, "2.101")
+    assert code == 202
+    env.wait.volume_status(env.volumes, volume_id, "in-use")
+
+
 # -- a conductor too old -----------------------------------------------------------
 
 @contextlib.contextmanager

@@ -79,6 +79,7 @@ COMPUTE_MANAGER_SIGNATURE_SHA1 = {
     "1.6": "e9994a1c491eebfc9ba2d6a8a263e2c71b77bd14",
     "1.7": "765789a34f239ebc41fef0faba8192c1ad37bd1e",
     "1.8": "23ef898e7e0325dadc634ce90258e674675027d0",
+    "1.9": "d9ce8a947edffa7326ebe71b9025b6d2f9cfae58",
 }
 
 
@@ -125,6 +126,7 @@ def test_conductor_task_versions_agree():
                                               (2, "1.1"), (3, "1.2"), (4, "1.3"),
                                               (5, "1.4"), (6, "1.5"),
                                               (7, "1.6"), (8, "1.7"), (9, "1.8"),
+                                              (10, "1.9"),
                                               (99, compute_rpcapi.ComputeAPI.VERSION)])
 def test_compute_rpc_for_service_version(version, expected):
     assert service_obj.compute_rpc_for_service_version(version) == expected

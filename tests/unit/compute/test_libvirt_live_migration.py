@@ -188,43 +188,6 @@ def test_pre_live_migration_refuses_a_directory_already_there(image_dir):
     assert os.listdir(idir) == []
 
 
-class _Client:
-    """A stand-in for an oslo.messaging client capped at ``cap``."""
-
-    def __init__(self, cap):
-        self.cap = cap
-        self.calls = []
-
-    def can_send_version(self, version):
-        return tuple(map(int, version.split("."))) <= \
-            tuple(map(int, self.cap.split(".")))
-
-    def prepare(self, version):
-        client = self
-
-        class Prepared:
-            def call(self, ctxt, method, **kwargs):
-                client.calls.append((version, method, sorted(kwargs)))
-        return Prepared()
-
-
-@pytest.mark.parametrize("cap, migrate_data, sent", [
-    ("1.8", "data", ("1.8", ["dest", "instance", "migrate_data"])),
-    ("1.7", "data", ("1.3", ["dest", "instance"])),
-    ("1.8", None, ("1.3", ["dest", "instance"])),
-])
-def test_live_migration_sends_migrate_data_to_sources_of_1_8(
-        cap, migrate_data, sent):
-    from volattach.compute import rpcapi
-    api = rpcapi.ComputeAPI()
-    client = _Client(cap)
-    api._client = lambda host: client
-    api.live_migration(None, types.SimpleNamespace(host="src"), "dest",
-                       migrate_data=migrate_data)
-    version, method, kwargs = client.calls[0]
-    assert (version, kwargs) == sent and method == "live_migration"
-
-
 def test_a_failed_pre_live_migration_leaves_no_directory(image_dir,
                                                          monkeypatch):
     """No rollback follows a failed pre_live_migration: its directory goes

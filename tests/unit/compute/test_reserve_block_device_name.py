@@ -89,11 +89,11 @@ def _listing(env):
     return objects.BlockDeviceMappingList.get_by_instance_uuid(env.ctx, env.instance.uuid)
 
 
-def _reserve(env, volume_id, bdms, device=None):
+def _reserve(env, volume_id, bdms, device=None, bdm_uuid=None):
     with objects_base.indirection(env.conductor):
         return env.compute.reserve_block_device_name(
             env.ctx, env.instance, device, volume_id, tag="t",
-            delete_on_termination=True, bdms=bdms)
+            delete_on_termination=True, bdms=bdms, bdm_uuid=bdm_uuid)
 
 
 def _names(env):
@@ -174,3 +174,34 @@ def test_concurrent_reserves_from_one_listing_get_distinct_names(env):
     # the first under the lock used the listing; the others found it stale
     assert env.conductor.calls.count("BlockDeviceMapping.create_if_none_added") == 3
     assert env.conductor.calls.count("BlockDeviceMapping.create") == 2
+
+
+@pytest.mark.parametrize("listed", [True, False])
+def test_the_record_gets_the_conductors_uuid(env, listed):
+    """Compute RPC 1.9: the conductor names the record, so that it can find
+    it when the answer of the reserve is lost."""
+    chosen = str(uuid.uuid4())
+    bdm = _reserve(env, "vol-new", _listing(env) if listed else None,
+                   bdm_uuid=chosen)
+    assert bdm.uuid == chosen
+    [stored] = [b for b in _listing(env) if b.is_volume]
+    assert (stored.uuid, stored.volume_id) == (chosen, "vol-new")
+
+
+def test_without_a_uuid_the_compute_makes_one(env):
+    first = _reserve(env, "vol-1", _listing(env))
+    second = _reserve(env, "vol-2", _listing(env))
+    assert len({first.uuid, second.uuid}) == 2
+
+
+def test_a_reserve_delivered_again_returns_its_record(env):
+    """The same request twice (a redelivery): the second finds the record
+    the first made, creates nothing and is not refused as a second attach
+    of the volume."""
+    chosen = str(uuid.uuid4())
+    listing = _listing(env)
+    first = _reserve(env, "vol-new", listing, bdm_uuid=chosen)
+    again = _reserve(env, "vol-new", listing, bdm_uuid=chosen)
+    assert (again.id, again.uuid, again.device_name) == (
+        first.id, chosen, first.device_name)
+    assert _names(env) == [first.device_name]

@@ -9,6 +9,7 @@ import volattach  # noqa: F401
 from volattach import objects
 from volattach.conductor import manager
 from volattach import exception
+from volattach import rpc
 
 objects.register_all()
 
@@ -90,6 +91,72 @@ def test_reserve_failure_leaves_nothing(workflow):
     assert isinstance(w.event.finish.call_args.kwargs["error"], exception.DevicePathInUse)
 
 
+class Record:
+    """A record of the server as the conductor lists it."""
+
+    def __init__(self, uuid, attachment_id=None):
+        self.uuid = uuid
+        self.volume_id = "vol-1"
+        self.attachment_id = attachment_id
+        self.destroyed_if = []
+
+    def destroy_if_attachment(self, attachment_id):
+        self.destroyed_if.append(attachment_id)
+        return True
+
+
+@pytest.mark.parametrize("error", [
+    rpc.RPCTimeout(topic="compute", method="reserve_block_device_name"),
+    # the compute's own call that created the record lost its answer,
+    # and the compute said so
+    exception.ServiceUnavailable(),
+])
+def test_an_unanswered_reserve_destroys_the_record_it_made(workflow, error):
+    """A broker restart lost the answer of a reserve that made the record:
+    the rollback finds it by the uuid the conductor sent and destroys it
+    (only it: another attach's record of the server stays)."""
+    w = workflow
+    made, other = [], Record("other-attach")
+
+    def reserve(ctxt, instance, device, volume_id, **kwargs):
+        made.append(Record(kwargs["bdm_uuid"]))
+        raise error
+    w.compute.reserve_block_device_name.side_effect = reserve
+    with mock.patch.object(manager.objects, "BlockDeviceMappingList") as listing:
+        listing.get_by_instance_uuid.side_effect = lambda ctxt, uuid: [
+            other] + made
+        with pytest.raises(type(error)):
+            w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    [record] = made
+    assert record.destroyed_if == [None]
+    assert other.destroyed_if == []
+    w.volume.attachment_create.assert_not_called()
+    assert w.event.finish.call_args.kwargs["error"] is error
+
+
+def test_a_refused_reserve_destroys_nothing(workflow):
+    """A compute that refused made no record under the uuid: the lookup
+    finds none, and the records the server has stay."""
+    w = workflow
+    other = Record("other-attach")
+    w.compute.reserve_block_device_name.side_effect = \
+        exception.VolumeAlreadyAttached(volume_id="vol-1", server_id="inst-1")
+    with mock.patch.object(manager.objects, "BlockDeviceMappingList") as listing:
+        listing.get_by_instance_uuid.return_value = [other]
+        with pytest.raises(exception.VolumeAlreadyAttached):
+            w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    assert other.destroyed_if == []
+
+
+def test_each_attach_sends_a_uuid_of_its_own(workflow):
+    w = workflow
+    w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    sent = [c.kwargs["bdm_uuid"]
+            for c in w.compute.reserve_block_device_name.call_args_list]
+    assert len(set(sent)) == 2 and all(len(u) == 36 for u in sent)
+
+
 def test_attachment_create_failure_destroys_bdm(workflow):
     w = workflow
     w.volume.attachment_create.side_effect = exception.InvalidVolume(reason="in-use")
@@ -108,6 +175,21 @@ def test_compute_attach_failure_deletes_attachment_and_bdm(workflow):
     w.volume.attachment_delete.assert_called_once_with(w.ctx, "att-1")
     assert w.bdm.destroyed
     w.compute.detach_volume.assert_not_called()  # never plugged
+    w.volume.attachment_complete.assert_not_called()
+
+
+def test_an_unanswered_compute_attach_is_unplugged_too(workflow):
+    """The compute may have plugged the volume before its answer was lost:
+    the rollback unplugs (a no-op where nothing was plugged), then cleans
+    up as after any failure."""
+    w = workflow
+    w.compute.attach_volume.side_effect = rpc.RPCTimeout(
+        topic="compute", method="attach_volume")
+    with pytest.raises(rpc.RPCTimeout):
+        w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    w.compute.detach_volume.assert_called_once_with(w.ctx, w.instance, w.bdm)
+    w.volume.attachment_delete.assert_called_once_with(w.ctx, "att-1")
+    assert w.bdm.destroyed
     w.volume.attachment_complete.assert_not_called()
 
 
@@ -138,7 +220,7 @@ def test_older_compute_reads_the_mappings_itself(workflow):
     listing.get_by_instance_uuid.assert_not_called()
     w.compute.reserve_block_device_name.assert_called_once_with(
         w.ctx, w.instance, "/dev/vdc", "vol-1", tag="t",
-        delete_on_termination=False, bdms=None)
+        delete_on_termination=False, bdms=None, bdm_uuid=mock.ANY)
 
 
 def test_compute_1_4_gets_the_mappings_with_the_reserve(workflow):
@@ -150,7 +232,7 @@ def test_compute_1_4_gets_the_mappings_with_the_reserve(workflow):
     listing.get_by_instance_uuid.assert_called_once_with(w.ctx, "inst-1")
     w.compute.reserve_block_device_name.assert_called_once_with(
         w.ctx, w.instance, None, "vol-1", tag=None, delete_on_termination=True,
-        bdms=listing.get_by_instance_uuid.return_value)
+        bdms=listing.get_by_instance_uuid.return_value, bdm_uuid=mock.ANY)
 
 
 # -- one save of the BDM per attach ---------------------------------------------------
