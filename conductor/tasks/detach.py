@@ -1,6 +1,8 @@
 """Detach a volume from a server."""
 import logging
 
+import oslo_messaging as messaging
+
 from volattach import objects
 from volattach.conductor.tasks import base
 from volattach.conductor.tasks import delete as delete_task
@@ -41,7 +43,7 @@ class DetachVolumeTask(base.TaskBase):
                 objects.BlockDeviceMapping.get_by_volume_and_instance,
                 context, volume_id, instance.uuid)
             if fresh.host:
-                self.compute_rpcapi.detach_volume(context, fresh, bdm)
+                self._unplug(context, fresh, bdm)
         except Exception as error:
             LOG.warning("detach of volume %s from %s failed: %s",
                         volume_id, instance.uuid, error)
@@ -72,3 +74,18 @@ class DetachVolumeTask(base.TaskBase):
             return
         event.success()
         notify_volume(context, "volume_detach", "end", instance, volume_id, [bdm])
+
+    def _unplug(self, context, instance, bdm):
+        """The compute's detach, asked once more when the first call got no
+        answer (a broker restart can lose it after the compute unplugged):
+        rolled back to in-use, the volume would stay attached in the
+        records and gone from the guest.  A second detach is safe: the
+        drivers' detach of a device they do not have is a no-op, and it
+        waits on the server's lock for a first one still running."""
+        try:
+            self.compute_rpcapi.detach_volume(context, instance, bdm)
+        except messaging.MessagingTimeout as error:
+            LOG.warning("detach of volume %s from %s got no answer (%s); "
+                        "asking the compute again", bdm.volume_id,
+                        instance.uuid, error)
+            self.compute_rpcapi.detach_volume(context, instance, bdm)

@@ -237,6 +237,40 @@ def test_a_compute_call_whose_answer_is_lost_leaves_nothing(
     env.wait.volume_status(env.volumes, volume_id, "in-use")
 
 
+def test_a_detach_whose_answer_is_lost_still_finishes(env, deployment,
+                                                      monkeypatch):
+    """The compute unplugged, then its answer was lost (injected once): the
+    conductor asks again, the second detach is a no-op that answers, and
+    the detach finishes: not rolled back to in-use with the disk gone from
+    the guest."""
+    from volattach.compute import manager as compute_manager
+    from volattach import rpc
+    real = compute_manager.ComputeManager.detach_volume
+    calls = []
+
+    def first_answer_lost(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+            raise rpc.RPCTimeout(topic="compute", method="detach_volume")
+    server_id = env.server(name="lost-detach")
+    volume_id = env.volume()
+    code, body, _ = _attach(env, server_id, volume_id, "2.101")
+    assert code == 202, body
+    env.wait.volume_status(env.volumes, volume_id, "in-use")
+    monkeypatch.setattr(compute_manager.ComputeManager, "detach_volume",
+                        first_answer_lost)
+    code, body, headers = env.http(USER).detach_volume(
+        server_id, volume_id, microversion="2.101")
+    assert code == 202, body
+    action = _finished_action(env, server_id, headers["x-openstack-request-id"])
+    monkeypatch.undo()
+    assert len(calls) == 2
+    assert [e["result"] for e in action["events"]] == ["Success"]
+    env.wait.volume_status(env.volumes, volume_id, "available")
+    _assert_nothing_left(env, deployment, server_id, volume_id)
+
+
 # -- a conductor too old -----------------------------------------------------------
 
 @contextlib.contextmanager

@@ -245,3 +245,38 @@ def test_detach_whose_event_cannot_start_rolls_the_volume_back(detach):
     assert w.volume.roll_detaching.call_count == 2
     w.task.manager.compute_rpcapi.detach_volume.assert_not_called()
     w.volume.attachment_delete.assert_not_called()
+
+
+def test_a_detach_without_an_answer_is_asked_again(detach):
+    """The compute may have unplugged before its answer was lost: asked
+    again, it answers, and the detach finishes instead of leaving the
+    volume attached in the records and gone from the guest."""
+    from volattach import rpc
+    w = detach
+    w.task.manager.compute_rpcapi.detach_volume.side_effect = [
+        rpc.RPCTimeout(topic="compute", method="detach_volume"), None]
+    w.task.detach_volume(mock.sentinel.ctx, w.instance, "vol-1")
+    assert w.task.manager.compute_rpcapi.detach_volume.call_count == 2
+    w.volume.attachment_delete.assert_called_once()
+    assert w.record.destroy_if_attachment.calls == 1
+    w.volume.roll_detaching.assert_not_called()
+
+
+def test_a_detach_without_two_answers_rolls_back(detach):
+    from volattach import rpc
+    w = detach
+    w.task.manager.compute_rpcapi.detach_volume.side_effect = rpc.RPCTimeout(
+        topic="compute", method="detach_volume")
+    w.task.detach_volume(mock.sentinel.ctx, w.instance, "vol-1")
+    assert w.task.manager.compute_rpcapi.detach_volume.call_count == 2
+    w.volume.roll_detaching.assert_called_once()
+    w.volume.attachment_delete.assert_not_called()
+
+
+def test_a_refused_detach_is_not_asked_again(detach):
+    w = detach
+    w.task.manager.compute_rpcapi.detach_volume.side_effect = \
+        exception.VirtDriverError(operation="detach", reason="busy")
+    w.task.detach_volume(mock.sentinel.ctx, w.instance, "vol-1")
+    w.task.manager.compute_rpcapi.detach_volume.assert_called_once()
+    w.volume.roll_detaching.assert_called_once()
