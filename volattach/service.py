@@ -9,8 +9,10 @@ A compute does all of this through the conductor (``indirection_api``).
 import contextlib
 import logging
 import os
+import sys
 import threading
 import time
+import traceback
 import uuid as uuidlib
 
 import oslo_messaging as messaging
@@ -204,11 +206,23 @@ def stop_within(services, timeout, interrupted=None):
             return False
         if deadline is not None and time.monotonic() >= deadline:
             LOG.warning("services did not stop within [DEFAULT] "
-                        "graceful_shutdown_timeout = %s s: exiting",
-                        timeout)
+                        "graceful_shutdown_timeout = %s s: exiting; what "
+                        "is cut short:\n%s", timeout, _thread_stacks())
             return False
         stopper.join(0.1)
     return True
+
+
+def _thread_stacks():
+    """Where every other thread of this process is: the work a stop past
+    its limit cuts short (a workflow waiting on a call, a listener
+    reconnecting), for the operator and for the reconcile pass's report."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    own = threading.get_ident()
+    return "\n".join(
+        "thread %s:\n%s" % (names.get(ident, ident),
+                            "".join(traceback.format_stack(frame)).rstrip())
+        for ident, frame in sys._current_frames().items() if ident != own)
 
 
 def _exit_now(status):

@@ -48,6 +48,23 @@ def test_a_stop_that_hangs_gives_up_at_the_limit():
         hang.set()
 
 
+def test_giving_up_logs_where_the_stop_hangs(caplog):
+    """The operator learns what the exit cuts short: the stack of the
+    thread that is still stopping."""
+    hang = threading.Event()
+    try:
+        with caplog.at_level("WARNING", logger="volattach.service"):
+            assert service.stop_within([_Service("stuck", block=hang)],
+                                       0.3) is False
+    finally:
+        hang.set()
+    [record] = [r for r in caplog.records
+                if "graceful_shutdown_timeout" in r.getMessage()]
+    text = record.getMessage()
+    assert "thread graceful-stop:" in text
+    assert "in stop" in text and "self.block.wait(30)" in text
+
+
 def test_a_second_signal_gives_up_at_once():
     hang, again = threading.Event(), threading.Event()
     again.set()
