@@ -17,7 +17,13 @@ delivered: sending it again is safe), and it is sent again (tenacity,
 backoff) for as long as the call may wait (its timeout, else
 ``rpc_response_timeout``).  Then a call raises ``RPCTimeout`` and a cast
 ``RPCUndeliverable``; a call that sent its message but got no answer in time
-raises ``RPCTimeout`` too.  Both are ``exception.ServiceUnavailable`` (503 at
+raises ``RPCTimeout`` too.  A request or an answer the broker lost when it
+stopped (they are not durable either) would leave a call waiting for the
+whole ``rpc_response_timeout``, holding its workflow's rollback, and a
+graceful stop would cut that workflow at its limit: calls carry
+oslo.messaging's call monitor (``[DEFAULT] rpc_call_monitor_timeout``),
+whose server heartbeats while it works, and fail once they hear nothing
+for that long.  Both are ``exception.ServiceUnavailable`` (503 at
 the HTTP edges) and still oslo.messaging's ``MessagingTimeout`` and
 ``MessageDeliveryFailure`` for the code that catches those.
 
@@ -219,16 +225,28 @@ def cleanup():
         TRANSPORT = NOTIFICATION_TRANSPORT = NOTIFIER = None
 
 
-def get_client(target, version_cap=None, timeout=None):
+def get_client(target, version_cap=None, timeout=None, transport=None):
     """An RPC client of ``target`` whose calls and casts are published with
-    the mandatory flag and sent again while no queue takes them (see the
-    module doc); ``prepare`` gives another one."""
-    if TRANSPORT is None:
+    the mandatory flag and sent again while no queue takes them, and whose
+    calls give up once the server shows no sign of life for
+    ``[DEFAULT] rpc_call_monitor_timeout`` (see the module doc); ``prepare``
+    gives another one.  ``transport``: this process's by default."""
+    transport = transport or TRANSPORT
+    if transport is None:
         raise RuntimeError("rpc.init() was not called in this process")
     return Client(messaging.get_rpc_client(
-        TRANSPORT, target, version_cap=version_cap,
+        transport, target, version_cap=version_cap,
         serializer=RequestContextSerializer(), timeout=timeout,
+        call_monitor_timeout=call_monitor_timeout(),
         transport_options=messaging.TransportOptions(at_least_once=True)))
+
+
+def call_monitor_timeout():
+    """``[DEFAULT] rpc_call_monitor_timeout``: None when 0 (off), else at
+    least 2 (a server heartbeats every half of it, and oslo.messaging's
+    dispatcher sends none more often than every second)."""
+    seconds = volattach_conf.CONF.rpc_call_monitor_timeout
+    return max(seconds, 2) if seconds else None
 
 
 class Client:

@@ -43,6 +43,18 @@ default_opts = [
     cfg.IntOpt("service_down_time", default=60, min=1,
                help="A service whose last heartbeat is older than this many "
                     "seconds counts as down."),
+    cfg.IntOpt("rpc_call_monitor_timeout", default=10, min=0,
+               help="Seconds an RPC call waits for a sign of life from "
+                    "its server (the answer, or the heartbeat the server "
+                    "sends every half of this while it works) before it "
+                    "fails as a timeout, instead of waiting the whole "
+                    "rpc_response_timeout for a request or an answer that "
+                    "a broker restart lost. Long calls still answer: "
+                    "their server heartbeats. 0 turns the monitor off; "
+                    "values below 2 count as 2 (heartbeats are at least "
+                    "a second apart). Keep it below "
+                    "graceful_shutdown_timeout, so that a workflow whose "
+                    "message was lost rolls back before a stop cuts it."),
     cfg.IntOpt("rpc_response_timeout_attach", default=60, min=1,
                help="Seconds the API waits for the conductor's answer to a "
                     "synchronous (below 2.101) volume attach."),
