@@ -216,7 +216,7 @@ def stop_within(services, timeout, interrupted=None):
 def _thread_stacks():
     """Where every other thread of this process is: the work a stop past
     its limit cuts short (a workflow waiting on a call, a listener
-    reconnecting), for the operator and for the reconcile pass's report."""
+    reconnecting), for the operator, who may then run the reconcile pass."""
     names = {t.ident: t.name for t in threading.enumerate()}
     own = threading.get_ident()
     return "\n".join(
