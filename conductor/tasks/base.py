@@ -14,7 +14,12 @@ outage longer than ``TRANSIENT_RETRY_SECONDS`` makes a workflow fail, and
 then it still rolls back.  Calls of a compute are not retried here (their
 host-local work is not known to be idempotent): ``volattach.rpc`` already
 sends again a message the broker could not route (a broker restart), and a
-call with no answer in time fails the workflow, which rolls back."""
+call with no answer in time (the call monitor notices a lost message within
+``[DEFAULT] rpc_call_monitor_timeout``) fails the workflow, which rolls
+back, undoing what the compute may have done all the same (the attach
+unplugs; the reserve's record is found by its uuid).  The one compute call
+asked again is a detach with no answer (``detach.DetachVolumeTask``): its
+host-local work is idempotent."""
 import logging
 import socket
 import time
