@@ -194,46 +194,45 @@ def _ctxt():
     return context.RequestContext(user_id="u", project_id="p")
 
 
+@pytest.fixture
+def monitored(transport):
+    """``monitored(topic, seconds)``: the client rpc.get_client builds on
+    this test's transport with ``rpc_call_monitor_timeout = seconds``."""
+    def client(topic, seconds, timeout=None):
+        CONF.set_override("rpc_call_monitor_timeout", seconds)
+        return rpc.get_client(messaging.Target(topic=topic), timeout=timeout,
+                              transport=transport)
+    yield client
+    CONF.clear_override("rpc_call_monitor_timeout")
+
+
 @pytest.mark.parametrize("seconds,expected", [(10, 10), (1, 2), (0, None)])
-def test_clients_carry_the_configured_call_monitor(transport, seconds,
+def test_clients_carry_the_configured_call_monitor(monitored, seconds,
                                                    expected):
-    CONF.set_override("rpc_call_monitor_timeout", seconds)
-    try:
-        client = rpc.get_client(messaging.Target(topic="t"),
-                                transport=transport)
-    finally:
-        CONF.clear_override("rpc_call_monitor_timeout")
+    client = monitored("t", seconds)
     assert client.call_monitor_timeout == expected
     assert client.prepare(version="1.0").call_monitor_timeout == expected
 
 
-def test_a_lost_request_fails_at_the_monitor_not_the_whole_timeout(transport):
+def test_a_lost_request_fails_at_the_monitor_not_the_whole_timeout(
+        transport, monitored):
     """A listener that takes the call and never answers nor heartbeats
     (the broker lost the request): the call fails after the monitor's
     2 s, not its 30 s timeout."""
     listener = transport._driver.listen(
         messaging.Target(topic="lost", server="m"), 1, None)
-    CONF.set_override("rpc_call_monitor_timeout", 2)
     try:
-        client = rpc.get_client(messaging.Target(topic="lost"), timeout=30,
-                                transport=transport)
+        client = monitored("lost", 2, timeout=30)
         start = time.monotonic()
         with pytest.raises(rpc.RPCTimeout):
             client.call(_ctxt(), "echo", value=1)
         assert 1.5 < time.monotonic() - start < 10
     finally:
-        CONF.clear_override("rpc_call_monitor_timeout")
         listener.cleanup()
 
 
-def test_a_call_longer_than_the_monitor_is_answered(transport, start_server):
+def test_a_call_longer_than_the_monitor_is_answered(monitored, start_server):
     """The server heartbeats while it works: a call of 3 s under a 2 s
     monitor gets its answer."""
     start_server("slow", Slow(3))
-    CONF.set_override("rpc_call_monitor_timeout", 2)
-    try:
-        client = rpc.get_client(messaging.Target(topic="slow"), timeout=30,
-                                transport=transport)
-        assert client.call(_ctxt(), "wait") == "done"
-    finally:
-        CONF.clear_override("rpc_call_monitor_timeout")
+    assert monitored("slow", 2, timeout=30).call(_ctxt(), "wait") == "done"
