@@ -88,10 +88,28 @@ def _configure_sqlite(engine, sa_url, synchronous=None):
         if sa_url.database and sa_url.database != ":memory:":
             cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA busy_timeout=%d" % SQLITE_BUSY_TIMEOUT_MS)
-        cursor.execute("PRAGMA foreign_keys=ON")
         # With WAL, NORMAL syncs at checkpoints only: a process crash loses
         # nothing, an OS crash may lose the last commits (see the option).
         cursor.execute("PRAGMA synchronous=%s" % synchronous)
+        cursor.close()
+        # (off only while migrations run: db.core.migration)
+        set_sqlite_foreign_keys(dbapi_connection, True)
+
+
+def set_sqlite_foreign_keys(dbapi_connection, enabled):
+    """Turn SQLite's foreign key enforcement on or off for one DB-API
+    connection.  SQLite ignores the pragma inside a transaction, so this
+    must run between transactions; it raises RuntimeError when the setting
+    did not take."""
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA foreign_keys=%s" % ("ON" if enabled else "OFF"))
+        cursor.execute("PRAGMA foreign_keys")
+        if bool(cursor.fetchone()[0]) != enabled:
+            raise RuntimeError("PRAGMA foreign_keys=%s did not take effect "
+                               "(inside a transaction?)"
+                               % ("ON" if enabled else "OFF"))
+    finally:
         cursor.close()
 
 

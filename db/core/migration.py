@@ -8,7 +8,23 @@ at ``url`` in one transaction, ``db_version(url)`` reads its revision,
 ``BEGIN IMMEDIATE`` transaction, on PostgreSQL by a transaction-scoped
 advisory lock keyed ``lock_key``.  The script directory's ``env.py`` takes
 the open connection from ``config.attributes['connection']``.
+
+On SQLite, a migration that changes a table the way ``ALTER TABLE`` cannot
+(alembic's batch mode) copies it into a new table and drops the old one.
+With foreign keys enforced (``PRAGMA foreign_keys=ON``, as the engine
+connects) that DROP is a DELETE of every row: it fails when other tables
+point at them, or silently deletes their rows through ``ON DELETE
+CASCADE``.  So migrations run with foreign keys off (set on the connection
+before BEGIN: inside a transaction the pragma does nothing), as SQLite's own
+procedure for such changes asks, then ``PRAGMA foreign_key_check`` runs
+before COMMIT: any row left pointing nowhere fails the sync with
+``ForeignKeyCheckFailed`` and rolls every migration of it back (SQLite's
+DDL is transactional).  The connection gets foreign keys back before it
+returns to the pool.  PostgreSQL alters tables in place and checks its
+constraints as it goes.
 """
+import contextlib
+
 from alembic import command
 from alembic import config as alembic_config
 from alembic import migration as alembic_migration
@@ -18,6 +34,48 @@ import sqlalchemy as sa
 from volattach.db.core import engine as db_engine
 
 DEFAULT_VERSION_TABLE = "alembic_version"
+# rows of PRAGMA foreign_key_check shown in the error
+_SHOWN_VIOLATIONS = 10
+
+
+class ForeignKeyCheckFailed(Exception):
+    """The migrations left rows whose foreign keys point at no row (found
+    by SQLite's ``PRAGMA foreign_key_check``); nothing was committed."""
+
+    def __init__(self, url, violations):
+        self.violations = violations
+        shown = "; ".join(
+            "%s rowid %s -> %s (foreign key %s)" % tuple(v)
+            for v in violations[:_SHOWN_VIOLATIONS])
+        more = len(violations) - _SHOWN_VIOLATIONS
+        super().__init__(
+            "db sync of %s rolled back: %d row(s) violate foreign keys after "
+            "the migrations: %s%s" % (
+                sa.engine.make_url(url).render_as_string(hide_password=True),
+                len(violations), shown,
+                " and %d more" % more if more > 0 else ""))
+
+
+@contextlib.contextmanager
+def _sqlite_foreign_keys_off(conn):
+    """Foreign keys off on ``conn`` (SQLite, no transaction open) for the
+    block, on again after it whatever happens."""
+    dbapi_connection = conn.connection.dbapi_connection
+    db_engine.set_sqlite_foreign_keys(dbapi_connection, False)
+    try:
+        yield
+    finally:
+        try:
+            db_engine.set_sqlite_foreign_keys(dbapi_connection, True)
+        except Exception:
+            # never hand the pool a connection that does not enforce them
+            conn.invalidate()
+            raise
+
+
+def _foreign_key_violations(conn):
+    return [tuple(row) for row in
+            conn.exec_driver_sql("PRAGMA foreign_key_check").all()]
 
 
 class Migrations:
@@ -45,13 +103,20 @@ class Migrations:
         cfg = self._config(url)
         try:
             with engine.connect() as conn:
-                with conn.begin():
-                    db_engine.begin(conn, immediate=True)
-                    if conn.dialect.name == "postgresql":
-                        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"),
-                                     {"k": self.lock_key})
-                    cfg.attributes["connection"] = conn
-                    command.upgrade(cfg, revision)
+                sqlite = conn.dialect.name == "sqlite"
+                with (_sqlite_foreign_keys_off(conn) if sqlite
+                      else contextlib.nullcontext()):
+                    with conn.begin():
+                        db_engine.begin(conn, immediate=True)
+                        if conn.dialect.name == "postgresql":
+                            conn.execute(
+                                sa.text("SELECT pg_advisory_xact_lock(:k)"),
+                                {"k": self.lock_key})
+                        cfg.attributes["connection"] = conn
+                        command.upgrade(cfg, revision)
+                        violations = sqlite and _foreign_key_violations(conn)
+                        if violations:
+                            raise ForeignKeyCheckFailed(url, violations)
         finally:
             if own:
                 engine.dispose()
