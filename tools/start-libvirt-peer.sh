@@ -57,7 +57,15 @@ sees_main() {
     nsenter -t "$(pid_of libvirtd)" -m test -S "$MAIN_SOCKETS/libvirt-sock"
 }
 
-if alive libvirtd && ! replaced libvirtd && answers && sees_main; then
+# a peer started before libvirt-daemon-driver-secret was installed (by
+# tools/start-libvirt.sh) has no secret store for the cephx keys of rbd disks
+has_secrets() {
+    case "$(virsh -c "$URI" secret-list 2>&1 || true)" in
+        *"not supported"*) return 1 ;;
+    esac
+}
+
+if alive libvirtd && ! replaced libvirtd && answers && sees_main && has_secrets; then
     log "already running"
     echo "$MAIN_URI"
     echo "$URI"

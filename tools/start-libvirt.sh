@@ -33,7 +33,10 @@ fi
 
 PACKAGES="qemu-system-x86 qemu-utils qemu-block-extra qemu-system-common \
 pkg-config gcc python3-dev genisoimage busybox-static cpio"
-LIBVIRT_PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt-dev"
+# libvirt-daemon-driver-secret: the libvirt secrets that hold the cephx keys
+# of rbd disks (without it: "not supported by the connection driver")
+LIBVIRT_PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt-dev \
+libvirt-daemon-driver-secret"
 
 # Debian 12's libvirt 9.0 drops a network disk's <reconnect delay>: QEMU's
 # NBD client then gives up at once when the storage daemon goes away, and
@@ -106,8 +109,22 @@ stale() {
     return 1
 }
 
+# the daemon of this script, not tools/start-libvirt-peer.sh's libvirtd
+main_libvirtd() {
+    local pid
+    pid=$(cat /run/libvirtd.pid 2>/dev/null) && [ -n "$pid" ] \
+        && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = libvirtd ] && echo "$pid"
+}
+
 restart=0
 stale libvirtd && restart=1
+# a driver module just installed loads only at libvirtd's start (its
+# package restarts libvirtd only through systemd)
+if main_libvirtd >/dev/null; then
+    case "$(virsh -c qemu:///system secret-list 2>&1 || true)" in
+        *"not supported"*) restart=1 ;;
+    esac
+fi
 if stale virtlogd; then
     log "restarting virtlogd for the new libvirt"
     $SUDO kill "$(pgrep -x virtlogd)"
@@ -123,12 +140,12 @@ if ! running virtlogd; then
     log "starting virtlogd"
     $SUDO virtlogd -d
 fi
-if running libvirtd && [ "$restart" = 1 ]; then
-    log "restarting libvirtd for the new configuration or version"
-    $SUDO kill "$(pgrep -x libvirtd)"
-    for _ in $(seq 50); do running libvirtd || break; sleep 0.1; done
+if main_libvirtd >/dev/null && [ "$restart" = 1 ]; then
+    log "restarting libvirtd for the new configuration, version or driver"
+    $SUDO kill "$(main_libvirtd)"
+    for _ in $(seq 50); do main_libvirtd >/dev/null || break; sleep 0.1; done
 fi
-if ! running libvirtd; then
+if ! main_libvirtd >/dev/null; then
     log "starting libvirtd"
     $SUDO libvirtd -d
 fi
