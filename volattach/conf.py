@@ -246,10 +246,11 @@ volume_opts = [
                choices=["noauth", "keystone"],
                help="How callers of the volume service are authenticated "
                     "(volattach-all's embedded default is noauth)."),
-    cfg.StrOpt("backend", default="fake", choices=["fake", "file"],
+    cfg.StrOpt("backend", default="fake", choices=["fake", "file", "rbd"],
                help="Storage driver: 'fake' (no storage) or 'file' (sparse "
                     "raw files exported over NBD by qemu-storage-daemon; "
-                    "needs volattach[libvirt] and QEMU)."),
+                    "needs volattach[libvirt] and QEMU) or 'rbd' (images "
+                    "in a Ceph pool: [rbd])."),
     cfg.ListOpt("images",
                 default=["155d900f-4e14-4e4c-a73d-069cbf4541e6",
                          "2c8d8b3e-3b1b-4e5f-9b4f-5bd1c0de0a11"],
@@ -328,6 +329,41 @@ libvirt_opts = [
                     "aborts it (the guest stays on the source).  The "
                     "conductor waits for it as for any compute call: keep "
                     "it below rpc_response_timeout."),
+    cfg.StrOpt("rbd_user",
+               help="rbd volumes: the cephx user of a connection that "
+                    "names none (Nova's fallback); the compute defines "
+                    "its libvirt secret from /etc/ceph/<cluster>.client."
+                    "<user>.keyring."),
+    cfg.StrOpt("rbd_secret_uuid",
+               help="rbd volumes: the libvirt secret uuid of a connection "
+                    "that names none (Nova's fallback). Unset: one derived "
+                    "from the cluster and user."),
+]
+
+rbd_opts = [
+    cfg.StrOpt("rbd_pool", default="volumes",
+               help="rbd backend: the pool of the volumes' images."),
+    cfg.StrOpt("rbd_ceph_conf", default="/etc/ceph/ceph.conf",
+               help="rbd backend: the Ceph configuration file."),
+    cfg.StrOpt("rbd_cluster_name", default="ceph",
+               help="rbd backend: the cluster's name (its keyrings are "
+                    "/etc/ceph/<cluster>.client.<user>.keyring)."),
+    cfg.StrOpt("rbd_user",
+               help="rbd backend: the cephx user of the volume service and "
+                    "of read-write connections (auth_enabled when set, as "
+                    "Cinder). Unset: the service connects as client.admin "
+                    "and connections carry no user."),
+    cfg.StrOpt("rbd_secret_uuid",
+               help="rbd backend: the libvirt secret uuid of read-write "
+                    "connections. Unset: the cluster's fsid, as Cinder."),
+    cfg.StrOpt("rbd_readonly_user", default="volattach-readonly",
+               help="rbd backend: the cephx user of read-only attachments "
+                    "(caps profile rbd-read-only on rbd_pool), created by "
+                    "the service when missing, its keyring written to "
+                    "/etc/ceph/<cluster>.client.<user>.keyring: the "
+                    "cluster refuses their writes."),
+    cfg.IntOpt("rados_connect_timeout", default=10, min=1,
+               help="rbd backend: seconds to wait for the cluster."),
 ]
 
 all_opts = [
@@ -349,6 +385,7 @@ _GROUPS = [
     ("upgrade_levels", upgrade_levels_opts),
     ("volume", volume_opts),
     ("libvirt", libvirt_opts),
+    ("rbd", rbd_opts),
     ("all", all_opts),
     ("wsgi", embedded_server.wsgi_opts),
 ]

@@ -4,7 +4,7 @@ stopped guest keeps its configuration), booted from images under
 ``initramfs`` and optionally ``cmdline``: direct kernel boot), with a serial
 console on a unix socket logged to ``console.log`` in the instance directory.
 
-Volumes are ``<disk>`` elements QEMU opens itself (``volume.py``) with
+Volumes are ``<disk>`` elements QEMU opens itself (``volume/``) with
 ``<serial>`` the volume id and ``<readonly/>`` for read-only attachments.
 Attach and detach act on the running domain and its persistent
 configuration (only the configuration when the guest is stopped); a live
@@ -85,7 +85,8 @@ class LibvirtDriver(driver.ComputeDriver):
         return data.get("volume_id") or data.get("serial") or ""
 
     def _disk_xml(self, connection_info, device_name, mode):
-        return volume_mod.volume_driver(connection_info).disk_xml(
+        return volume_mod.volume_driver(
+            connection_info, self._host).disk_xml(
             connection_info, device_name.rsplit("/", 1)[-1],
             self._serial(connection_info), mode == "ro")
 
@@ -198,14 +199,14 @@ class LibvirtDriver(driver.ComputeDriver):
                       ignore_errors=True)
 
     def connect_volume(self, connection_info, instance):
-        volume_mod.volume_driver(connection_info).connect_volume(
-            connection_info)
+        volume_mod.volume_driver(
+            connection_info, self._host).connect_volume(connection_info)
 
     def disconnect_volume(self, connection_info, instance,
                           disconnect_target=True):
         try:
-            volume_mod.volume_driver(connection_info).disconnect_volume(
-                connection_info)
+            volume_mod.volume_driver(
+                connection_info, self._host).disconnect_volume(connection_info)
         except exception.VirtDriverError:
             pass
 
@@ -305,7 +306,8 @@ class LibvirtDriver(driver.ComputeDriver):
                                             reason="disk not found")
         target = ET.fromstring(old).find("target").get("dev")
         readonly = ET.fromstring(old).find("readonly") is not None
-        new_xml = volume_mod.volume_driver(new_connection_info).disk_xml(
+        new_xml = volume_mod.volume_driver(
+            new_connection_info, self._host).disk_xml(
             new_connection_info, target, self._serial(new_connection_info),
             readonly)
         dom.blockCopy(target, new_xml, flags=(

@@ -35,8 +35,9 @@ def test_nbd_disk_xml_flat_or_nested(info):
 
 
 def test_read_write_disk_has_no_readonly():
-    disk = ET.fromstring(volume.volume_driver(NBD).disk_xml(
-        NBD, "vdc", "v1", readonly=False))
+    rw = dict(NBD, access_mode="rw")
+    disk = ET.fromstring(volume.volume_driver(rw).disk_xml(
+        rw, "vdc", "v1", readonly=False))
     assert disk.find("readonly") is None
 
 
