@@ -97,7 +97,9 @@ class Migrations:
 
     def db_sync(self, url, revision="head", engine=None):
         """Upgrade the database at ``url`` (or behind ``engine``, which is
-        left open) to ``revision``, holding the migration lock."""
+        left open) to ``revision``, holding the migration lock; on SQLite
+        with foreign keys off, checked before COMMIT
+        (``ForeignKeyCheckFailed``: nothing committed)."""
         own = engine is None
         engine = engine or db_engine.create_engine(url)
         cfg = self._config(url)
