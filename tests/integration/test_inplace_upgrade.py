@@ -18,9 +18,14 @@ or two fresh PostgreSQL databases on the server of VOLATTACH_TEST_PG_URL):
 3. every row dumped is still there, column by column for the columns that
    existed before, and the columns added since hold their defaults;
 4. the current ``volattach-all`` starts on that state: its API lists the
-   servers and their attachments, the volume service the volumes' attachments;
-   a multiattach volume is detached from one server (the other keeps it),
-   a read/write volume is detached, and a new volume attaches read-only.
+   servers and their attachments, the volume service the volumes'
+   attachments; a multiattach volume is detached from one server (the
+   other keeps it), a read/write volume is detached, and a new volume
+   attaches read-only.
+
+On SQLite, before step 2, the current ``volattach-all`` also starts on a
+copy of the old state directory that no db sync ran on (it migrates as it
+starts, the way the issue met it) and lists the servers and attachments.
 
 On SQLite, step 2 failed with "FOREIGN KEY constraint failed" before the
 migration runner turned foreign keys off around the migrations
@@ -28,6 +33,7 @@ migration runner turned foreign keys off around the migrations
 """
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -342,6 +348,31 @@ def _check_current_api(compute, volumes, a, b, vols, expected):
     rolling._attach(compute, volumes, b, _volume(volumes, "ro-b"), "ro")
 
 
+def _start_current_on_a_copy(tmp_path, current_bin, a, b, expected):
+    """The current volattach-all started on a copy of the old SQLite state
+    directory, with no db sync before (it migrates as it starts): it comes
+    up and lists the servers and their attachments."""
+    workdir = tmp_path / "copy"
+    shutil.copytree(tmp_path / "state", workdir / "state")
+    conf_path, api_url, volume_service_url = _write_conf(
+        workdir, f"sqlite:///{workdir}/state/volattach.sqlite",
+        f"sqlite:///{workdir}/state/volume.sqlite")
+    current = AllInOne(workdir, conf_path, current_bin, "current-all-copy",
+                       api_url, volume_service_url)
+    compute = ComputeClient(api_url)
+    try:
+        current.start()
+        status, body, _ = compute.list_servers()
+        assert status == 200, (status, body)
+        assert sorted(s["id"] for s in body["servers"]) == sorted([a, b])
+        for server_id in (a, b):
+            assert sorted(_server_volumes(compute, server_id)) == sorted(
+                v for v, on in expected.items() if server_id in on)
+    finally:
+        current.stop()
+        compute.close()
+
+
 # -- the test ------------------------------------------------------------------------
 
 def test_inplace_upgrade_keeps_every_row(old_bin, database_urls, tmp_path):
@@ -367,6 +398,9 @@ def test_inplace_upgrade_keeps_every_row(old_bin, database_urls, tmp_path):
     assert _count(before["volume"], "volume_attachments") == 5
     assert _count(before["volume"], "attachment_specs") > 0
     assert _count(before["compute"], "block_device_mappings") >= 7
+
+    if compute_url.startswith("sqlite"):
+        _start_current_on_a_copy(tmp_path, current_bin, a, b, expected)
 
     manage = subprocess.run(
         [str(current_bin / "volattach-manage"), "--config-file", conf_path,
