@@ -49,7 +49,8 @@ from tests.integration import conftest as harness
 from tests.integration import test_rolling_upgrade as rolling
 from tests.integration.client import ComputeClient, VolumeClient
 
-pytestmark = pytest.mark.integration
+# The first test of a fresh clone builds the base's virtualenv (pip).
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 WAIT = 60
 STOP_TIMEOUT = 30
