@@ -358,8 +358,9 @@ rbd_opts = [
                     "connections. Unset: the cluster's fsid, as Cinder."),
     cfg.StrOpt("rbd_readonly_user", default="volattach-readonly",
                help="rbd backend: the cephx user of read-only attachments "
-                    "(caps profile rbd-read-only on rbd_pool), created by "
-                    "the service when missing, its keyring written to "
+                    "(caps profile rbd-read-only on rbd_pool, plus writes "
+                    "to image headers for QEMU's watch), created by the "
+                    "service when missing, its keyring written to "
                     "/etc/ceph/<cluster>.client.<user>.keyring: the "
                     "cluster refuses their writes."),
     cfg.IntOpt("rados_connect_timeout", default=10, min=1,

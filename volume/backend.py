@@ -100,6 +100,15 @@ class FakeISCSIBackend:
 
 def load_backend(conf, service_host):
     """The backend ``[volume] backend`` names."""
+    if conf.volume.backend == "rbd":
+        from volattach.volume.backends import rbd as rbd_backend
+        return rbd_backend.RBDBackend(
+            name=conf.volume.backend_name, service_host=service_host,
+            pool=conf.rbd.rbd_pool, ceph_conf=conf.rbd.rbd_ceph_conf,
+            cluster_name=conf.rbd.rbd_cluster_name, user=conf.rbd.rbd_user,
+            secret_uuid=conf.rbd.rbd_secret_uuid,
+            readonly_user=conf.rbd.rbd_readonly_user,
+            connect_timeout=conf.rbd.rados_connect_timeout)
     if conf.volume.backend == "file":
         from volattach.volume.backends import file as file_backend
         return file_backend.FileBackend(
