@@ -151,7 +151,8 @@ VERSIONS = [
     ("2.102", "unknown query parameters are a 400 everywhere; flavors lose "
               "rxtx_factor and OS-FLV-DISABLED:disabled"),
     ("2.103", "os-volumes_boot removed: " + _NOTHING_HERE),
-    ("2.104", "pinned_availability_zone update: " + _NOTHING_HERE),
+    ("2.104", "PUT /servers/{id} unpins (null) or re-pins "
+              "pinned_availability_zone"),
     ("2.105", "volattach's own extension, not a Nova microversion: attach_mode "
               "(ro/rw) on attach and in block_device_mapping_v2, shown in "
               "attachment list and show; multi-create of servers sharing one "

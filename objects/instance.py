@@ -78,6 +78,31 @@ class Instance(base.VolattachPersistentObject, base.VolattachObject):
         if versionutils.convert_version_to_tuple(target_version) < (1, 1):
             primitive.pop("user_data", None)
 
+    # ``availability_zone`` holds what the server is pinned to, Nova's
+    # request spec zone: a zone, "zone:host" when an admin forced a host, or
+    # ":host" for a forced host once the zone is unpinned (2.104).
+    @property
+    def pinned_availability_zone(self):
+        """The zone the server is pinned to, or None."""
+        value = self.availability_zone if self.obj_attr_is_set(
+            "availability_zone") else None
+        return (value or "").split(":", 1)[0] or None
+
+    @property
+    def forced_host(self):
+        """The host an admin forced ("zone:host"), or None."""
+        value = self.availability_zone if self.obj_attr_is_set(
+            "availability_zone") else None
+        if not value or ":" not in value:
+            return None
+        return value.split(":", 1)[1] or None
+
+    def pin_availability_zone(self, zone):
+        """Pin to ``zone`` (None: unpin), keeping a forced host."""
+        host = self.forced_host
+        self.availability_zone = ("%s:%s" % (zone or "", host) if host
+                                  else zone)
+
     @property
     def user_data_bytes(self):
         """The user data decoded (what a config drive holds), or None."""

@@ -15,6 +15,8 @@ from volattach.objects import instance_action
 from volattach import exception
 
 LOG = logging.getLogger(__name__)
+# the only availability zone (Nova's default_availability_zone)
+DEFAULT_ZONE = "nova"
 
 
 class ServersAPI(base.FacadeBase):
@@ -153,6 +155,11 @@ class ServersAPI(base.FacadeBase):
                config_drive=None, description=None, supports_multiattach=False,
                multiattach_multi_create=False, microversion=None, user_data=None):
         flavor = objects.Flavor.get_by_flavor_id(context, flavor_ref)
+        if availability_zone and availability_zone.split(":", 1)[0] not in (
+                "", DEFAULT_ZONE):
+            # Nova's answer (400) for a zone that no compute is in
+            raise exception.InvalidRequest(
+                message="The requested availability zone is not available")
         if image_ref and not base.is_uuid(image_ref):
             raise exception.ImageRefInvalid()
         self._check_image(image_ref)
@@ -236,13 +243,45 @@ class ServersAPI(base.FacadeBase):
             attach_mode=(mapping.get("attach_mode") or "rw")
             if mapping.get("destination_type") == "volume" else None)
 
-    def update(self, context, instance, changes):
+    def update(self, context, instance, changes, pin=False, zone=None):
         """Rename, describe, re-address (access IPs) or re-hostname the
-        server: a database write, allowed in every state (as in Nova)."""
+        server: a database write, allowed in every state (as in Nova).
+        ``pin`` (2.104): also unpin (``zone`` None) or re-pin its zone,
+        see ``_pin``."""
+        if pin:
+            self._pin(instance, zone)
         for name, value in changes.items():
             setattr(instance, name, value)
         instance.save()
         return instance
+
+    @staticmethod
+    def _pin(instance, zone):
+        """Nova's 2.104 transitions of ``pinned_availability_zone``: unpin
+        (a forced host stays forced), pin an unpinned server to the zone it
+        is in, or set the pinned zone again (no change).  Pinning to
+        another zone, or from one zone straight to another, is 409."""
+        pinned = instance.pinned_availability_zone
+        if zone is None:
+            if pinned is not None:
+                instance.pin_availability_zone(None)
+            return
+        if pinned is not None:
+            if zone != pinned:
+                raise exception.Conflict(
+                    message="Cannot change pinned availability zone directly. "
+                            "Unpin first by setting pinned_availability_zone "
+                            "to null.")
+            return
+        # the only zone holds every compute; a server not placed yet is in
+        # none
+        current = DEFAULT_ZONE if instance.host else None
+        if zone != current:
+            raise exception.Conflict(
+                message="Server can only be pinned to its current "
+                        "availability zone '%s', but '%s' was requested."
+                        % (current, zone))
+        instance.pin_availability_zone(zone)
 
     def delete(self, context, instance):
         """Delete the server, interrupting a build or a change of its power

@@ -123,8 +123,9 @@ class ServerAction(common.Resource):
 
     def _rebuild(self, req, ctx, instance, value):
         """The server as rebuilt (PUT's body: all of a show from 2.75) and
-        its adminPass, the given one or a generated one, and from 2.57 its
-        user_data (the schema allows the key from 2.57; null removes it).
+        its adminPass, the given one or a generated one, from 2.54 its
+        key_name and from 2.57 its user_data (the schema allows the key
+        from 2.57; null removes it).
         personality, preserve_ephemeral and trusted certificates are
         accepted and change nothing: there is no file injection, no
         ephemeral disk and no image signature."""
@@ -140,6 +141,10 @@ class ServerAction(common.Resource):
         bdms = self.compute.get_bdms_by_instances(ctx, [instance])
         body = view.updated(req, instance, bdms.get(instance.uuid, []))
         body["server"]["adminPass"] = admin_pass
+        if req.context.microversion.matches("2.54"):
+            # the key set (or kept) by the rebuild, in every answer from
+            # 2.54 (a show has it from 2.75 anyway)
+            body["server"]["key_name"] = instance.key_name
         if req.context.microversion.matches("2.57"):
             body["server"]["user_data"] = instance.user_data
         return body

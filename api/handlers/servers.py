@@ -274,7 +274,10 @@ class Servers(common.Resource):
                 changes[field] = canonical_ip(body[key])
         if "hostname" in body:
             changes["hostname"] = body["hostname"]
-        instance = self.compute.update(ctx, instance, changes)
+        pin = "pinned_availability_zone" in body      # 2.104's schema
+        instance = self.compute.update(
+            ctx, instance, changes, pin=pin,
+            zone=body.get("pinned_availability_zone"))
         bdms = self.compute.get_bdms_by_instances(ctx, [instance])
         common.send(resp, view.updated(req, instance,
                                        bdms.get(instance.uuid, []),

@@ -230,8 +230,13 @@ _server(update_v290)["hostname"] = parameter_types.hostname
 update_v294 = copy.deepcopy(update_v290)
 _server(update_v294)["hostname"] = parameter_types.fqdn
 
+# 2.104: unpin (null) or re-pin the server's availability zone
+update_v2104 = copy.deepcopy(update_v294)
+_server(update_v2104)["pinned_availability_zone"] = (
+    parameter_types.name_or_none)
+
 UPDATE = (("2.1", update_v21), ("2.19", update_v219), ("2.90", update_v290),
-          ("2.94", update_v294))
+          ("2.94", update_v294), ("2.104", update_v2104))
 
 # -- GET /servers, /servers/detail ---------------------------------------------------
 

@@ -173,10 +173,11 @@ def _root_device_name(bdms):
 
 
 def availability_zone(instance):
-    zone = field(instance, "availability_zone")
-    if zone:
-        return zone
-    return DEFAULT_AVAILABILITY_ZONE if field(instance, "host") else ""
+    """OS-EXT-AZ:availability_zone: the zone of the server's host (the only
+    one), or before it has one the zone it asked for."""
+    if field(instance, "host"):
+        return DEFAULT_AVAILABILITY_ZONE
+    return instance.pinned_availability_zone or ""
 
 
 # -- bodies ------------------------------------------------------------------------
@@ -288,8 +289,7 @@ def server(req, instance, bdms, host_statuses=None, show_server_groups=False):
     if mv.matches("2.90") and not extended:
         body["OS-EXT-SRV-ATTR:hostname"] = field(instance, "hostname") or ""
     if mv.matches("2.96"):
-        body["pinned_availability_zone"] = field(instance,
-                                                 "availability_zone")
+        body["pinned_availability_zone"] = instance.pinned_availability_zone
     if mv.matches("2.100"):
         body["scheduler_hints"] = {}
     return body
