@@ -1,0 +1,293 @@
+"""Real guests on Ceph RBD volumes: volattach-all with the libvirt driver
+and the ``rbd`` volume backend on the single-node cluster of
+tools/start-ceph.sh.
+
+A multiattach volume is attached read-write to guest A and read-only to
+guest B: A writes and reads back, B reads A's data and cannot write (QEMU's
+flag, and under it a cephx identity whose writes the cluster refuses);
+the disks are QEMU's own rbd clients with the cephx secret the compute
+defined in libvirt from Ceph's keyring.  After the detaches no watcher is
+left on the image.  A read-only attach whose keyring is missing fails
+cleanly and names the file.
+
+Needs what the guest tier needs, and a running Ceph
+(tools/start-ceph.sh): without it the tests skip, except under CI
+(``CI=true``), where they fail."""
+import base64
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.guest import conftest as guest_env
+from tests.integration import client as clients
+
+CEPH_CONF = "/etc/ceph/ceph.conf"
+POOL = os.environ.get("VOLATTACH_TEST_CEPH_POOL", "volumes")
+RBD_USER = "admin"
+READONLY_USER = "volattach-readonly"
+PATTERN = "volattach-rbd-%s" % uuid.uuid4().hex[:8]
+OFFSET = 2048        # sectors: away from what a partition scan reads
+
+
+def ceph_unavailable():
+    """Why the cluster of tools/start-ceph.sh cannot be used, or None."""
+    if not os.path.exists(CEPH_CONF):
+        return "no %s (tools/start-ceph.sh)" % CEPH_CONF
+    if shutil.which("rbd") is None:
+        return "the rbd command is missing (tools/start-ceph.sh)"
+    try:
+        subprocess.run(["rbd", "ls", POOL], check=True, capture_output=True,
+                       timeout=20)
+    except (subprocess.SubprocessError, OSError) as e:
+        return "Ceph or its pool %s does not answer (tools/start-ceph.sh): " \
+            "%s" % (POOL, getattr(e, "stderr", "") or e)
+    return None
+
+
+class RBDDeployment(guest_env.Deployment):
+    """The guest tier's volattach-all, its volume service on the rbd
+    backend (the service's own user, and that of read-write attachments:
+    ``rbd_user``)."""
+
+    def __init__(self, tmp, image_dir, pool=POOL, rbd_user=RBD_USER):
+        super().__init__(tmp, image_dir)
+        with open(self.conf) as f:
+            text = f.read()
+        assert "backend = file\nbackend_name = file\n" in text
+        text = text.replace("backend = file\nbackend_name = file\n",
+                            "backend = rbd\nbackend_name = rbd\n")
+        text += "[rbd]\nrbd_pool = %s\nrbd_user = %s\n" % (pool, rbd_user)
+        with open(self.conf, "w") as f:
+            f.write(text)
+
+
+@pytest.fixture(scope="module")
+def rbd_deployment(image_id, tmp_path_factory):
+    reason = ceph_unavailable()
+    if reason:
+        guest_env._unavailable(reason)
+    image_dir, _ = image_id
+    d = RBDDeployment(str(tmp_path_factory.mktemp("guest-rbd")), image_dir)
+    d.start()
+    d.created = []
+    yield d
+    api = clients.ComputeClient(d.api_url)
+    volumes = clients.VolumeClient(d.volume_url)
+    for server in (api.list_servers()[1] or {}).get("servers", []):
+        api.delete_server(server["id"])
+        api.wait_for_server_deleted(server["id"], timeout=guest_env.WAIT)
+    for volume_id in d.created:
+        volumes.delete_volume(volume_id)
+        volumes.wait_for_volume_deleted(volume_id)
+    d.stop()
+
+
+@pytest.fixture(scope="module")
+def rbd_api(rbd_deployment):
+    return clients.ComputeClient(rbd_deployment.api_url,
+                                 microversion="2.105")
+
+
+@pytest.fixture(scope="module")
+def rbd_volumes(rbd_deployment):
+    return clients.VolumeClient(rbd_deployment.volume_url)
+
+
+@pytest.fixture(scope="module")
+def rbd_guests(rbd_api, rbd_deployment, image_id):
+    _, image = image_id
+    return tuple(guest_env.boot(rbd_api, rbd_deployment, image,
+                                ["rbd-a", "rbd-b"]))
+
+
+def _volume(volumes, deployment, **fields):
+    code, body, _ = volumes.create_volume(size=1, **fields)
+    assert code == 202, (code, body)
+    volume_id = body["volume"]["id"]
+    deployment.created.append(volume_id)
+    volumes.wait_for_volume_status(volume_id, "available")
+    return volume_id
+
+
+def _attach(api, volumes, guest, volume_id, mode):
+    since = len(guest.text())
+    code, body, _ = api.attach_volume(guest.id, volume_id, attach_mode=mode)
+    assert code == 202 and body is None, (code, body)
+    disk = guest.wait_disk(volume_id, since=since, timeout=60)
+    volumes.wait_for_volume_status(volume_id, "in-use")
+    return disk
+
+
+def _detach(api, guest, volume_id):
+    since = len(guest.text())
+    code, body, _ = api.detach_volume(guest.id, volume_id)
+    assert code == 202, (code, body)
+    guest.wait_disk(volume_id, present=False, since=since, timeout=60)
+    api.wait_for_volume_attachment_gone(guest.id, volume_id)
+
+
+def _virsh(*args):
+    return subprocess.run(["virsh", "-c", "qemu:///system"] + list(args),
+                          check=True, capture_output=True, text=True).stdout
+
+
+def _live_disk(guest, volume_id):
+    """The <disk> of ``volume_id`` in the guest's live libvirt XML."""
+    root = ET.fromstring(_virsh("dumpxml", "volattach-%s" % guest.id))
+    for disk in root.findall("./devices/disk"):
+        if disk.findtext("serial") == volume_id:
+            return disk
+    raise AssertionError("no disk of %s in %s" % (volume_id, guest.id))
+
+
+def _keyring_key(user):
+    with open("/etc/ceph/ceph.client.%s.keyring" % user) as f:
+        for line in f:
+            if line.strip().startswith("key"):
+                return line.split("=", 1)[1].strip()
+    raise AssertionError("no key of client.%s" % user)
+
+
+def _check_auth(disk, volume_id, user):
+    """QEMU opens ``pool/volume-<id>`` as ``user`` with the libvirt
+    secret the compute defined from the user's keyring (QEMU as root
+    would also find the keyring itself: the live XML must say)."""
+    source = disk.find("source")
+    assert (disk.get("type"), source.get("protocol"), source.get("name")) \
+        == ("network", "rbd", "%s/volume-%s" % (POOL, volume_id))
+    assert [(h.get("name"), h.get("port")) for h in source.findall("host")] \
+        == [("127.0.0.1", "6789")]
+    auth = source.find("auth")
+    assert auth is not None and auth.get("username") == user
+    secret = auth.find("secret")
+    assert secret.get("type") == "ceph"
+    value = _virsh("secret-get-value", secret.get("uuid")).strip()
+    assert base64.b64decode(value) == base64.b64decode(_keyring_key(user))
+
+
+def _watchers(volume_id):
+    out = subprocess.run(
+        ["rbd", "status", "--format", "json",
+         "%s/volume-%s" % (POOL, volume_id)],
+        check=True, capture_output=True, text=True, timeout=30).stdout
+    return json.loads(out)["watchers"]
+
+
+def test_multiattach_rw_and_cluster_held_ro(rbd_api, rbd_volumes,
+                                            rbd_guests, rbd_deployment):
+    a, b = rbd_guests
+    code, body, _ = rbd_volumes.create_volume_type(
+        "rbd-multiattach-%s" % uuid.uuid4().hex[:6],
+        {"multiattach": "<is> True"})
+    assert code == 200, (code, body)
+    volume_id = _volume(rbd_volumes, rbd_deployment,
+                        volume_type=body["volume_type"]["name"])
+    info = subprocess.run(["rbd", "info", "--format", "json",
+                           "%s/volume-%s" % (POOL, volume_id)], check=True,
+                          capture_output=True, text=True).stdout
+    assert "exclusive-lock" not in json.loads(info)["features"]
+
+    dev_a, size_a, ro_a = _attach(rbd_api, rbd_volumes, a, volume_id, "rw")
+    assert (size_a, ro_a) == (1024 ** 3, "0")
+    _check_auth(_live_disk(a, volume_id), volume_id, RBD_USER)
+    status, out = a.run(
+        "echo %s | dd of=/dev/%s bs=512 seek=%d count=1 conv=sync && sync"
+        % (PATTERN, dev_a, OFFSET))
+    assert status == 0, out
+    status, out = a.run(
+        "blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d count=1 "
+        "2>/dev/null | head -c %d" % (dev_a, dev_a, OFFSET, len(PATTERN)))
+    assert status == 0 and PATTERN in out, out
+
+    dev_b, size_b, ro_b = _attach(rbd_api, rbd_volumes, b, volume_id, "ro")
+    assert (size_b, ro_b) == (1024 ** 3, "1")
+    disk_b = _live_disk(b, volume_id)
+    assert disk_b.find("readonly") is not None
+    # the read-only attachment's identity: the cluster refuses its writes
+    _check_auth(disk_b, volume_id, READONLY_USER)
+    assert len(_watchers(volume_id)) == 2
+    status, out = b.run(
+        "blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d count=1 "
+        "2>/dev/null | head -c %d" % (dev_b, dev_b, OFFSET, len(PATTERN)))
+    assert status == 0 and PATTERN in out, out
+    status, out = b.run("echo x | dd of=/dev/%s bs=512 seek=%d count=1 "
+                        "conv=sync" % (dev_b, OFFSET))
+    assert status != 0 and "Operation not permitted" in out, out
+
+    _detach(rbd_api, a, volume_id)
+    rbd_volumes.wait_for_volume_status(volume_id, "in-use")
+    _detach(rbd_api, b, volume_id)
+    rbd_volumes.wait_for_volume_status(volume_id, "available")
+    deadline = time.monotonic() + 10
+    while _watchers(volume_id):
+        assert time.monotonic() < deadline, _watchers(volume_id)
+        time.sleep(0.2)
+
+    # the data stays in the cluster
+    dump = subprocess.run(
+        ["rbd", "export", "%s/volume-%s" % (POOL, volume_id), "-"],
+        check=True, capture_output=True, timeout=60).stdout
+    assert dump[OFFSET * 512:OFFSET * 512 + len(PATTERN)] == PATTERN.encode()
+
+
+def _action_events(api, server_id, request_id):
+    deadline = time.monotonic() + 60
+    while True:
+        code, body, _ = api.request(
+            "GET", "/servers/%s/os-instance-actions/%s"
+            % (server_id, request_id), microversion="2.84")
+        events = (body or {}).get("instanceAction", {}).get("events", [])
+        if events and all(e.get("finish_time") for e in events):
+            return events
+        assert time.monotonic() < deadline, (code, body)
+        time.sleep(0.2)
+
+
+def test_missing_keyring_fails_the_attach_cleanly(rbd_api, rbd_volumes,
+                                                  rbd_guests, rbd_deployment):
+    """No libvirt secret and no keyring for the read-only identity: the
+    attach fails, its event names the keyring, the volume is available
+    and nothing is left.  (The volume service writes the keyring when it
+    first needs the identity, and not again in the same process.)"""
+    a, _ = rbd_guests
+    keyring = "/etc/ceph/ceph.client.%s.keyring" % READONLY_USER
+    volume_id = _volume(rbd_volumes, rbd_deployment)
+    # a read-only attachment in this volume service's life: it has made
+    # the identity and written its keyring
+    _attach(rbd_api, rbd_volumes, a, volume_id, "ro")
+    _detach(rbd_api, a, volume_id)
+    rbd_volumes.wait_for_volume_status(volume_id, "available")
+    assert os.path.exists(keyring)
+    secrets = [line.split()[0] for line in
+               _virsh("secret-list").splitlines()[2:] if line.strip()
+               and READONLY_USER in line]
+    assert secrets
+    saved = keyring + ".saved-by-test"
+    os.rename(keyring, saved)
+    try:
+        for uuid_ in secrets:
+            _virsh("secret-undefine", uuid_)
+        code, body, headers = rbd_api.attach_volume(
+            a.id, volume_id, attach_mode="ro")
+        assert code == 202, (code, body)
+        events = _action_events(rbd_api, a.id,
+                                headers["x-openstack-request-id"])
+        failed = [e for e in events if e.get("result") == "Error"]
+        assert failed, events
+        assert any(keyring in (e.get("traceback") or "")
+                   + (e.get("details") or "") for e in failed), failed
+        rbd_volumes.wait_for_volume_status(volume_id, "available")
+        rbd_api.wait_for_volume_attachment_gone(a.id, volume_id)
+        assert volume_id[:20] not in a.disks()
+        code, body, _ = rbd_volumes.list_attachments(volume_id=volume_id,
+                                                     microversion="3.27")
+        assert code == 200 and body["attachments"] == [], body
+        assert _watchers(volume_id) == []
+    finally:
+        os.rename(saved, keyring)
