@@ -83,8 +83,7 @@ class KeystoneContext:
             roles=_roles(environ, "HTTP_X_ROLES"),
             service_roles=_roles(environ, "HTTP_X_SERVICE_ROLES"),
             auth_token=environ.get("HTTP_X_AUTH_TOKEN"),
-            request_id=request_id, global_request_id=global_request_id,
-            overwrite=False)
+            request_id=request_id, global_request_id=global_request_id)
         environ[ENV_CONTEXT] = ctx
         return self.application(environ, start_response)
 

@@ -13,20 +13,23 @@ their own).
 A request goes through, outermost first (``MIDDLEWARE`` below is the list
 that builds it; this is the only place the order is written down):
 
-1. request id   (``api.middleware.RequestId``): ``req-<uuid4>``, answered in
+1. access log   (``volattach.wsgi.access_log``): one INFO line per
+   request, whatever answered it; empties the thread's context store
+   before and after;
+2. request id   (``api.middleware.RequestId``): ``req-<uuid4>``, answered in
    ``x-openstack-request-id`` and ``x-compute-request-id`` on every
    response, whatever happens inside;
-2. fault wrapper (``api.middleware.FaultWrapper``): an exception escaping
+3. fault wrapper (``api.middleware.FaultWrapper``): an exception escaping
    the layers below becomes a logged 500 ``computeFault``;
-3. body limit  (``api.middleware.BodyLimit``): 413 above ``[oslo_middleware]
+4. body limit  (``api.middleware.BodyLimit``): 413 above ``[oslo_middleware]
    max_request_body_size``, 400 for JSON nested too deep to parse;
-4. auth         (``api.auth``, ``[api] auth_strategy``): noauth tokens or
-   keystonemiddleware; sets the RequestContext or answers 401 (the version
-   documents need no token);
-5. microversion (``api.middleware.Microversion``): negotiates the version,
+5. auth         (``api.auth``, ``[api] auth_strategy``): noauth tokens or
+   keystonemiddleware; sets the RequestContext (in the thread's store too)
+   or answers 401 (the version documents need no token);
+6. microversion (``api.middleware.Microversion``): negotiates the version,
    400/406 on bad requests, version headers and ``Vary`` on every versioned
    response;
-6. router       (the falcon App): ``api.routes.ROUTES``; ``api.common.
+7. router       (the falcon App): ``api.routes.ROUTES``; ``api.common.
    RequestScope`` fills ``req.context``; ``api.faults`` renders errors.
 
 ``make_app`` also builds the policy enforcer of the configuration
@@ -44,6 +47,7 @@ from volattach.api import faults
 from volattach.api import middleware
 from volattach.api import policy
 from volattach.api import routes
+from volattach.wsgi import access_log
 
 LOG = logging.getLogger(__name__)
 
@@ -51,6 +55,7 @@ CONFIG_FILE_ENV = "VOLATTACH_CONFIG_FILE"
 
 # Outermost first.  Each entry takes (application, conf) and wraps it.
 MIDDLEWARE = (
+    ("access log", lambda app, conf: access_log.AccessLog(app)),
     ("request id", lambda app, conf: middleware.RequestId(app)),
     ("fault wrapper", lambda app, conf: middleware.FaultWrapper(app)),
     ("body limit", lambda app, conf: middleware.BodyLimit(app, conf)),

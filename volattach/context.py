@@ -3,6 +3,13 @@
 Built by the API's auth middleware from the token, serialized into every RPC
 message (``to_dict``/``from_dict``) so that the conductor and the computes act
 for the same caller, and forwarded to the volume service by the Cinder client.
+
+oslo.log prefixes each line with the request id and caller of the context in
+oslo.context's thread-local store.  The contexts of a request (the HTTP
+services' auth middleware, ``from_dict`` in an RPC server's thread) replace
+whatever a previous request left there, and ``clear_current`` empties it
+between requests (``volattach.wsgi.access_log``), so that each line names
+its own request.  Admin contexts of service bookkeeping leave it alone.
 """
 import copy
 
@@ -40,8 +47,7 @@ class RequestContext(oslo_context.RequestContext):
                    global_request_id=values.get("global_request_id"),
                    read_only=values.get("read_only", False),
                    show_deleted=values.get("show_deleted", False),
-                   service_roles=values.get("service_roles", []),
-                   overwrite=False)
+                   service_roles=values.get("service_roles", []))
 
     def elevated(self):
         """A copy of this context with admin rights (for internal reads)."""
@@ -71,5 +77,10 @@ def from_noauth_token(token, request_id=None):
     if len(parts) == 3 and parts[2]:
         roles = [r.strip() for r in parts[2].split(",") if r.strip()]
     return RequestContext(user_id=parts[0], project_id=parts[1], roles=roles,
-                          auth_token=token, request_id=request_id,
-                          overwrite=False)
+                          auth_token=token, request_id=request_id)
+
+
+def clear_current():
+    """Empty this thread's context store (oslo.context has no public call
+    for it; ``get_current`` reads the same attribute)."""
+    oslo_context._request_store.context = None

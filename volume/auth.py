@@ -54,7 +54,7 @@ class AuthMiddleware:
             project_id=req.get_header("X-Project-Id"),
             roles=_roles(req, "X-Roles"),
             auth_token=req.get_header("X-Auth-Token"),
-            request_id=req.context.request_id, overwrite=False)
+            request_id=req.context.request_id)
 
     def process_request(self, req, resp):
         if req.path in PUBLIC_PATHS:

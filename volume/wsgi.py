@@ -7,6 +7,9 @@ for a given configuration (tests, ``volume.service.serve_in_thread``).
 
 Middleware, outermost first:
 
+0. ``volattach.wsgi.access_log.AccessLog`` (WSGI, around everything, even
+   keystonemiddleware): one INFO line per request, whatever answered it;
+   empties the thread's context store before and after;
 1. ``RequestIdMiddleware``: ``x-openstack-request-id: req-<uuid>`` on every
    response, errors included;
 2. ``BodyLimitMiddleware``: 413 above ``[oslo_middleware]
@@ -33,6 +36,7 @@ from volattach.volume import manager as manager_mod
 from volattach.volume import middleware
 from volattach.volume import policy
 from volattach.volume import routes
+from volattach.wsgi import access_log
 
 CONFIG_FILE_ENV = "VOLATTACH_CONFIG_FILE"
 
@@ -52,8 +56,8 @@ def make_app(conf, manager=None):
     faults.install(app)
     routes.install(app, manager, conf)
     if conf.volume.auth_strategy == "keystone":
-        return auth.keystone_wrap(app, conf)
-    return app
+        app = auth.keystone_wrap(app, conf)
+    return access_log.AccessLog(app)
 
 
 def _global_conf():

@@ -136,7 +136,7 @@ def test_keystone_strategy_wraps_auth_token_but_not_version_documents(facade):
     conf = make_conf(auth_strategy="keystone")
     app = api_wsgi.make_app(conf, compute_api=facade)
     # the auth layer between the body limit and microversion is keystone's
-    layer = app.application.application.application
+    layer = app.application.application.application.application
     assert isinstance(layer, auth.Keystone)
     assert type(layer.protected).__module__.startswith("keystonemiddleware")
     client = falcon.testing.TestClient(app)

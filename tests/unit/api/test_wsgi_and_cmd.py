@@ -11,23 +11,27 @@ from volattach.api import middleware
 from volattach.api import wsgi as api_wsgi
 from volattach import conf as volattach_conf
 from volattach import wsgi_server
+from volattach.wsgi import access_log
 from volattach.cmd import api as cmd_api
 
 
 def test_middleware_order_is_the_documented_one(conf, facade):
     assert [name for name, _wrap in api_wsgi.MIDDLEWARE] == \
-        ["request id", "fault wrapper", "body limit", "auth", "microversion"]
+        ["access log", "request id", "fault wrapper", "body limit", "auth",
+         "microversion"]
     app = api_wsgi.make_app(conf, compute_api=facade)
     layers = []
     while hasattr(app, "application"):
         layers.append(type(app))
         app = app.application
-    assert layers == [middleware.RequestId, middleware.FaultWrapper,
+    assert layers == [access_log.AccessLog,
+                      middleware.RequestId, middleware.FaultWrapper,
                       middleware.BodyLimit, auth.NoAuth,
                       middleware.Microversion]
     assert type(app).__module__.startswith("falcon")
     doc = api_wsgi.__doc__
-    assert doc.index("request id") < doc.index("fault wrapper") < \
+    assert doc.index("access log") < \
+        doc.index("request id") < doc.index("fault wrapper") < \
         doc.index("body limit") < doc.index("auth ") < \
         doc.index("microversion") < doc.index("router")
 

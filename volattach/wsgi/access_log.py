@@ -1,0 +1,103 @@
+"""The access log of the two HTTP services: one INFO line per request.
+
+``AccessLog`` wraps a whole WSGI application, outermost, so that it sees
+every answer (401s of authentication, 404s of unknown paths, 406s, 413s as
+well as the handlers' own) and logs it on the logger
+``volattach.wsgi.access_log``::
+
+    127.0.0.1 "GET /v2.1/servers?limit=1" status: 200 len: 15 microversion: 2.1 time: 0.004512
+
+oslo.log's prefix gives the line its request id and caller, those of the
+request's context (``[req-... alice demo - - -]``); a request refused before
+it has a caller (a 401) still carries its request id.  ``time`` is the
+seconds the application took to answer (the body's transfer is not
+counted); ``len`` and ``microversion`` are ``-`` when the answer has none.
+
+It also keeps oslo.context's thread-local store to one request: emptied
+before the application runs and after it answers, so that a line logged by
+this thread outside a request never names the last request it served.
+
+At a level above INFO it formats nothing and reads no header.
+"""
+import logging
+import time
+from urllib import parse
+
+from oslo_context import context as oslo_context
+
+from volattach import context as volattach_context
+
+LOG = logging.getLogger(__name__)
+
+REQUEST_ID_HEADER = "x-openstack-request-id"
+VERSION_HEADER = "openstack-api-version"
+
+_LINE = ('%s "%s %s" status: %s len: %s microversion: %s time: %.6f')
+
+
+def _target(environ):
+    """The request target as the client sent it (waitress: REQUEST_URI,
+    gunicorn: RAW_URI), else rebuilt from the decoded path, quoted so that
+    no control character reaches the log."""
+    raw = environ.get("REQUEST_URI") or environ.get("RAW_URI")
+    if raw:
+        return raw
+    target = parse.quote(environ.get("SCRIPT_NAME", "")
+                         + environ.get("PATH_INFO", ""), safe="/;=,:@")
+    query = environ.get("QUERY_STRING")
+    return target + "?" + query if query else target
+
+
+class AccessLog:
+    """WSGI middleware: the access log line of every request (module doc)."""
+
+    def __init__(self, application):
+        self.application = application
+
+    def __call__(self, environ, start_response):
+        volattach_context.clear_current()
+        if not LOG.isEnabledFor(logging.INFO):
+            try:
+                return self.application(environ, start_response)
+            finally:
+                volattach_context.clear_current()
+        answer = []
+
+        def _start_response(status, headers, exc_info=None):
+            answer[:] = (status, headers)
+            return start_response(status, headers, exc_info)
+
+        start = time.monotonic()
+        try:
+            return self.application(environ, _start_response)
+        except Exception:
+            if not answer:
+                answer[:] = ("500", ())
+            raise
+        finally:
+            try:
+                self._log(environ, answer, time.monotonic() - start)
+            finally:
+                volattach_context.clear_current()
+
+    @staticmethod
+    def _log(environ, answer, elapsed):
+        status, headers = answer or ("-", ())
+        request_id = length = version = None
+        for name, value in headers:
+            name = name.lower()
+            if name == REQUEST_ID_HEADER:
+                request_id = value
+            elif name == "content-length":
+                length = value
+            elif name == VERSION_HEADER:
+                version = value.rpartition(" ")[2]
+        context = oslo_context.get_current()
+        if context is None:
+            # refused before authentication: the request id alone
+            context = oslo_context.RequestContext(request_id=request_id,
+                                                  overwrite=False)
+        LOG.info(_LINE, environ.get("REMOTE_ADDR", "-"),
+                 environ.get("REQUEST_METHOD"), _target(environ),
+                 status[:3], length or "-", version or "-", elapsed,
+                 extra={"context": context})
