@@ -43,6 +43,16 @@ publisher that was reconnecting, say) was acknowledged and then dropped, a
 detach left ``detaching``.  ``init`` makes that listener give such a request
 back to the broker (requeue), which hands it to another server of the
 topic (``_requeue_after_stop``).
+
+Refusals that are the caller's fault (``exception.CLIENT_FAULTS``: an
+invalid volume, a device path in use, a server in the wrong state...) are
+not errors of the server that refuses: every endpoint a server dispatches to
+declares them expected (oslo.messaging's ``expected_exceptions``, so its
+dispatcher does not log them with a traceback), and the server that raised
+one logs it once, at INFO, without a traceback (``_RefusalsExpected``).  The
+caller still receives the exception's own class, and ``Client.call`` gives
+it back without the remote traceback oslo.messaging appends to its text; a
+server that passes such a refusal on from a compute does not log it again.
 """
 import logging
 import threading
@@ -281,6 +291,9 @@ class Client:
             if isinstance(error, RPCTimeout):
                 raise
             raise RPCTimeout(**names) from error
+        except exception.CLIENT_FAULTS as error:
+            _unwrap_refusal(error)
+            raise
 
     def cast(self, ctxt, method, **kwargs):
         names = {"topic": self._wrapped.target.topic, "method": method}
@@ -315,9 +328,60 @@ def send_while_undeliverable(send, seconds, names=None):
 
 
 def get_server(target, endpoints):
+    """An RPC server of ``target`` whose endpoints' refusals that are the
+    caller's fault are expected (module doc)."""
     if TRANSPORT is None:
         raise RuntimeError("rpc.init() was not called in this process")
     access_policy = messaging.rpc.dispatcher.DefaultRPCAccessPolicy
-    return messaging.get_rpc_server(TRANSPORT, target, endpoints,
-                                    serializer=RequestContextSerializer(),
-                                    access_policy=access_policy)
+    return messaging.get_rpc_server(
+        TRANSPORT, target, [_RefusalsExpected(e) for e in endpoints],
+        serializer=RequestContextSerializer(), access_policy=access_policy)
+
+
+# oslo.messaging names the class of an exception rebuilt from a reply
+# ``<class>_Remote``, in a module ``<module>_Remote``
+_REMOTE_SUFFIX = "_Remote"
+# set on a refusal that its server has logged already
+_LOGGED = "_volattach_refusal_logged"
+
+
+def _unwrap_refusal(error):
+    """Give a refusal received from a server its own class back (its text
+    without the remote traceback) and mark it logged (by that server)."""
+    cls = type(error)
+    if cls.__module__.endswith(_REMOTE_SUFFIX) and len(cls.__bases__) == 1:
+        error.__class__ = cls.__bases__[0]
+    setattr(error, _LOGGED, True)
+
+
+class _RefusalsExpected:
+    """An endpoint whose public methods raise ``exception.CLIENT_FAULTS``
+    as expected exceptions, logged once at INFO; everything else (the
+    target, private names) is the endpoint's own."""
+
+    def __init__(self, endpoint):
+        self._endpoint = endpoint
+        self.target = getattr(endpoint, "target", None)
+
+    def __getattr__(self, name):
+        attr = getattr(self._endpoint, name)
+        if name.startswith("_") or not callable(attr):
+            return attr
+        return messaging.expected_exceptions(*exception.CLIENT_FAULTS)(
+            _logging_refusals(attr, name))
+
+    def __dir__(self):
+        return dir(self._endpoint)
+
+
+def _logging_refusals(method, name):
+    def logged(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except exception.CLIENT_FAULTS as error:
+            if not (getattr(error, _LOGGED, False) or type(
+                    error).__module__.endswith(_REMOTE_SUFFIX)):
+                setattr(error, _LOGGED, True)
+                LOG.info("%s refused: %s", name, error.format_message())
+            raise
+    return logged

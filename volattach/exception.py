@@ -301,3 +301,12 @@ class MigrationNotFoundForInstance(MigrationNotFound):
 
 class MarkerNotFound(Invalid):
     msg_fmt = "Marker %(marker)s could not be found."
+
+
+# -- the caller's fault -------------------------------------------------------
+
+# Refusals of a request as it was made (the 4xx families, and whatever
+# subclass joins them): an RPC server declares them expected
+# (``volattach.rpc``) and logs them at INFO without a traceback, not as
+# errors of its own.
+CLIENT_FAULTS = (Invalid, NotAuthenticated, Forbidden, NotFound, Conflict)
