@@ -12,7 +12,9 @@ A failure raises ``ValidationError`` (400) with Nova's message, e.g.
 'uuid'``.  Formats are checked as Nova checks them (``uuid`` with
 oslo.utils' ``is_uuid_like``, ``name`` as printable characters without
 leading or trailing whitespace, ``ipv4``/``ipv6``, ``date-time``,
-``base64``, ``regex``).  Numbers may come as numeric strings where the schema
+``base64``, ``regex``).  No string may hold a NUL or a lone surrogate
+(PostgreSQL and the drivers refuse them: ``volattach.wsgi.storable``).
+Numbers may come as numeric strings where the schema
 allows strings (``"min_count": "2"``), as in Nova.
 
 Query strings validate as ``{name: [values]}``; where the schema allows
@@ -30,6 +32,7 @@ import jsonschema
 from oslo_utils import timeutils
 
 from volattach import exception
+from volattach.wsgi import storable
 from volattach.wsgi import validation as shared_validation
 
 NAME_REASON = "printable characters. Can not start or end with whitespace."
@@ -190,7 +193,11 @@ def select(version, versioned):
 
 
 def validate(schema, target, is_body=True):
-    """Validate ``target``; raise ValidationError with Nova's message."""
+    """Validate ``target``; raise ValidationError with Nova's message.
+    A string (key or value) that a database cannot store (a NUL, a lone
+    surrogate) is refused first, whatever the schema says
+    (``volattach.wsgi.storable``)."""
+    storable.check_document(target, is_body)
     try:
         error = next(_validators.get(schema).iter_errors(target), None)
     except TypeError as exc:

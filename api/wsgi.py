@@ -30,7 +30,9 @@ that builds it; this is the only place the order is written down):
    400/406 on bad requests, version headers and ``Vary`` on every versioned
    response;
 7. router       (the falcon App): ``api.routes.ROUTES``; ``api.common.
-   RequestScope`` fills ``req.context``; ``api.faults`` renders errors.
+   RequestScope`` fills ``req.context``; ``api.path_ids`` answers 404 for
+   a route id no object can have and 400 for a NUL in the query string
+   (``volattach.wsgi.storable``); ``api.faults`` renders errors.
 
 ``make_app`` also builds the policy enforcer of the configuration
 (``api.policy``, ``[oslo_policy] policy_file``).
@@ -45,6 +47,7 @@ from volattach.api import auth
 from volattach.api import common
 from volattach.api import faults
 from volattach.api import middleware
+from volattach.api import path_ids
 from volattach.api import policy
 from volattach.api import routes
 from volattach.wsgi import access_log
@@ -66,7 +69,8 @@ MIDDLEWARE = (
 
 def make_router(conf, compute_api):
     """The falcon App: routes, request scope and error rendering."""
-    app = falcon.App(middleware=[common.RequestScope(conf)])
+    app = falcon.App(middleware=[common.RequestScope(conf),
+                                 path_ids.middleware()])
     app.req_options.strip_url_path_trailing_slash = True
     app.req_options.auto_parse_qs_csv = False
     faults.register(app)

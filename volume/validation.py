@@ -8,6 +8,7 @@ element of the failing path, the failing value, jsonschema's message.
 import jsonschema
 
 from volattach import exception
+from volattach.wsgi import storable
 from volattach.wsgi import validation as shared_validation
 
 _FORMAT_CHECKER = jsonschema.FormatChecker()
@@ -24,6 +25,10 @@ _VALIDATORS = shared_validation.ValidatorCache(_build)
 
 
 def validate(schema, body):
-    """Check ``body`` against ``schema``; the first error is raised."""
+    """Check ``body`` against ``schema``; the first error is raised.  A
+    string (key or value) that a database cannot store (a NUL, a lone
+    surrogate) is refused whatever the schema says
+    (``volattach.wsgi.storable``)."""
+    storable.check_document(body)
     for error in _VALIDATORS.get(schema).iter_errors(body):
         raise exception.ValidationError(shared_validation.error_detail(error))

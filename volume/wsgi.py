@@ -16,7 +16,9 @@ Middleware, outermost first:
    max_request_body_size``, 400 for JSON nested too deep to parse;
 3. ``AuthMiddleware``: the RequestContext (noauth token or keystone
    headers), the project id of the URL checked against it;
-4. ``MicroversionMiddleware``: ``OpenStack-API-Version: volume X.Y``.
+4. ``MicroversionMiddleware``: ``OpenStack-API-Version: volume X.Y``;
+5. ``volume.path_ids``: 404 for a route id no object can have, 400 for a
+   NUL in the query string (``volattach.wsgi.storable``).
 
 Then the route table (``volume.routes``), thin handlers
 (``volume.handlers``), and one fault mapper (``volume.faults``) for every
@@ -34,6 +36,7 @@ from volattach.volume import auth
 from volattach.volume import faults
 from volattach.volume import manager as manager_mod
 from volattach.volume import middleware
+from volattach.volume import path_ids
 from volattach.volume import policy
 from volattach.volume import routes
 from volattach.wsgi import access_log
@@ -51,6 +54,7 @@ def make_app(conf, manager=None):
             conf.oslo_middleware.max_request_body_size),
         auth.AuthMiddleware(conf.volume.auth_strategy),
         middleware.MicroversionMiddleware(),
+        path_ids.middleware(),
     ])
     app.req_options.auto_parse_qs_csv = False
     faults.install(app)

@@ -1,0 +1,180 @@
+"""Input that PostgreSQL treats differently from SQLite, on the all-in-one
+deployment pointed at PostgreSQL (both databases, fresh for this module):
+NUL characters (PostgreSQL refuses them in any text parameter), lone
+surrogates, over-long strings and out-of-range numbers get Nova's or
+Cinder's 4xx, never a 500, and leave nothing behind.  The first two tests
+are the 500s of issue 25."""
+import contextlib
+import json
+
+import pytest
+
+from tests import db_fixtures
+from tests import utils
+
+MISSING = "00000000-0000-4000-8000-000000000000"
+
+
+@pytest.fixture(scope="module")
+def pg_databases(request):
+    """Fresh compute and volume databases on PostgreSQL
+    (``VOLATTACH_TEST_PG_URL``), the module's ``CONF_OVERRIDES``."""
+    base = utils.require_env(utils.PG_URL_ENV, "the PostgreSQL input tests")
+    with contextlib.ExitStack() as stack:
+        urls = [stack.enter_context(db_fixtures.fresh_postgres_database(base))
+                for _ in range(2)]
+        request.module.CONF_OVERRIDES = {("database", "connection"): urls[0],
+                                         ("volume", "connection"): urls[1]}
+        yield urls
+
+
+@pytest.fixture(scope="module")
+def deployment(pg_databases, deployment):
+    """The functional tier's deployment on those databases."""
+    from volattach.conf import CONF
+    assert CONF.database.connection == pg_databases[0]
+    assert CONF.volume.connection == pg_databases[1]
+    return deployment
+
+
+@pytest.fixture(scope="module")
+def server(deployment):
+    from tests.integration import client as clients
+    api = clients.ComputeClient(deployment.api_url, "alice:demo")
+    status, body, _ = api.create_server(name="pg-input", microversion="2.37")
+    assert status == 202, body
+    server_id = body["server"]["id"]
+    api.wait_for_server_status(server_id, "ACTIVE")
+    return server_id
+
+
+def _raw(client, method, path, body=None, query=None, microversion=None,
+         volume=False):
+    """``path`` sent as written (percent escapes kept); a dict or a JSON
+    text as the body."""
+    headers = {"X-Auth-Token": client.token, "Accept": "application/json"}
+    headers.update(client._version_headers(microversion))
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+        if not isinstance(body, str):
+            body = json.dumps(body)
+    url = client.base_url + (client._path(path) if volume else path)
+    if query:
+        url += "?" + query
+    response = client.session.request(method, url, data=body,
+                                      headers=headers, timeout=60)
+    try:
+        answer = response.json()
+    except ValueError:
+        answer = response.text
+    return response.status_code, answer
+
+
+def test_nul_in_the_server_id_of_an_attach_is_404(api, server, volumes):
+    status, body, _ = volumes.create_volume(size=1, name="pg-free")
+    assert status == 202, body
+    volume_id = body["volume"]["id"]
+    volumes.wait_for_volume_status(volume_id, "available")
+    for server_id in (server[:8] + "%00", server + "%00", "%00"):
+        status, answer = _raw(
+            api, "POST", "/servers/%s/os-volume_attachments" % server_id,
+            {"volumeAttachment": {"volumeId": volume_id}})
+        assert status == 404, (server_id, answer)
+        assert "could not be found" in answer["itemNotFound"]["message"]
+    # nothing reserved: the volume is still available, the server bare
+    assert volumes.show_volume(volume_id)[1]["volume"]["status"] == \
+        "available"
+    assert api.list_volume_attachments(server)[1]["volumeAttachments"] == []
+
+
+def test_nul_in_a_volume_name_is_400(volumes):
+    before = volumes.list_volumes()[1]["volumes"]
+    for field in ("name", "description"):
+        status, answer = _raw(volumes, "POST", "/volumes",
+                              {"volume": {"size": 1, field: "a\x00b"}},
+                              volume=True)
+        assert status == 400, answer
+        assert "Invalid input for field/attribute %s" % field in \
+            answer["badRequest"]["message"]
+    assert volumes.list_volumes()[1]["volumes"] == before
+
+
+@pytest.mark.parametrize("path", [
+    "/servers/%00", "/servers/{server}%00/action", "/servers/%00/ips",
+    "/servers/{server}/os-volume_attachments/%00",
+    "/servers/{server}/os-instance-actions/%00",
+    "/servers/{server}/migrations/%00", "/flavors/%00",
+    "/os-keypairs/%00", "/os-volumes/%00"])
+def test_nul_in_a_compute_path_id_is_404(api, server, path):
+    method = "POST" if path.endswith("action") else "GET"
+    body = {"pause": None} if method == "POST" else None
+    status, answer = _raw(api, method, path.format(server=server), body,
+                          microversion="2.89")
+    assert status == 404, answer
+    assert "itemNotFound" in answer
+
+
+@pytest.mark.parametrize("path", [
+    "/volumes/%00", "/volumes/%00/action", "/attachments/%00",
+    "/types/%00", "/types/%00/extra_specs"])
+def test_nul_in_a_volume_path_id_is_404(volumes, path):
+    method = "POST" if path.endswith("action") else "GET"
+    body = {"os-reserve": None} if method == "POST" else None
+    status, answer = _raw(volumes, method, path, body, volume=True,
+                          microversion="3.54")
+    assert status == 404, answer
+    assert "itemNotFound" in answer
+
+
+@pytest.mark.parametrize("path,query", [
+    ("/servers", "name=%00"), ("/servers/detail", "marker=%00"),
+    ("/servers", "image=a%00"), ("/servers/detail", "host=%00"),
+    ("/flavors", "marker=%00"), ("/os-keypairs", "marker=%00"),
+    ("/os-migrations", "host=%00"), ("/os-services", "binary=%00"),
+    ("/servers/{server}/os-instance-actions", "marker=%00"),
+    ("/servers", "sort_key=%00")])
+def test_nul_in_a_compute_query_is_400(admin_api, server, path, query):
+    status, answer = _raw(admin_api, "GET", path.format(server=server),
+                          query=query, microversion="2.80")
+    assert status == 400, answer
+    assert "Invalid input for query parameters" in \
+        answer["badRequest"]["message"]
+
+
+@pytest.mark.parametrize("query", [
+    "name=%00", "marker=%00", "sort=name%00:asc", "status=%00",
+    "metadata=%7B%27a%00%27%3A%27b%27%7D"])
+def test_nul_in_a_volume_query_is_400(volumes_admin, query):
+    for path in ("/volumes", "/volumes/detail", "/attachments"):
+        status, answer = _raw(volumes_admin, "GET", path, query=query,
+                              volume=True, microversion="3.54")
+        assert status == 400, (path, answer)
+        assert "badRequest" in answer
+
+
+def test_a_lone_surrogate_in_a_body_is_400(api, server, volumes):
+    before = volumes.list_volumes()[1]["volumes"]
+    status, answer = _raw(volumes, "POST", "/volumes",
+                          '{"volume": {"size": 1, "name": "a\\ud800"}}',
+                          volume=True)
+    assert status == 400, answer
+    assert volumes.list_volumes()[1]["volumes"] == before
+    status, answer = _raw(api, "PUT", "/servers/%s" % server,
+                          '{"server": {"name": "a\\udfff"}}')
+    assert status == 400, answer
+    assert api.show_server(server)[1]["server"]["name"] == "pg-input"
+
+
+def test_nul_in_a_compute_body_is_400(api, server):
+    for path, body in (
+            ("/servers/%s" % server, {"server": {"name": "a\x00b"}}),
+            ("/os-keypairs", {"keypair": {"name": "k\x00"}}),
+            ("/servers/%s/action" % server,
+             {"createBackup": {"name": "b\x00", "backup_type": "daily",
+                               "rotation": 1}}),
+            ("/servers/%s/os-volume_attachments" % server,
+             {"volumeAttachment": {"volumeId": MISSING, "tag": "t\x00"}})):
+        method = "PUT" if path == "/servers/%s" % server else "POST"
+        status, answer = _raw(api, method, path, body, microversion="2.89")
+        assert status == 400, (path, answer)
+    assert api.show_server(server)[1]["server"]["name"] == "pg-input"
