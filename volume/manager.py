@@ -126,7 +126,9 @@ class VolumeManager:
                              extra_specs or {})
 
     def type_get(self, ctx, type_id):
-        return self.db.read(db.type_get, type_id)
+        # a private type is the admins' (404 for others, as in Cinder)
+        return self.db.read(db.type_get, type_id,
+                            include_private=ctx.is_admin)
 
     def type_list(self, ctx):
         return self.db.read(db.type_list, include_private=ctx.is_admin)
@@ -148,6 +150,25 @@ class VolumeManager:
     def type_spec_delete(self, ctx, type_id, key):
         _require_admin(ctx, "volume_extension:types_extra_specs:delete")
         self.db.write(db.type_spec_delete, type_id, key)
+
+    # -- encryption specs of volume types (admin) -------------------------
+
+    def type_encryption_get(self, ctx, type_id):
+        """The type's encryption specs, or None."""
+        _require_admin(ctx, "volume_extension:volume_type_encryption:get")
+        return self.db.read(db.encryption_get, type_id)
+
+    def type_encryption_create(self, ctx, type_id, values):
+        _require_admin(ctx, "volume_extension:volume_type_encryption:create")
+        return self.db.write(db.encryption_create, type_id, values)
+
+    def type_encryption_update(self, ctx, type_id, values):
+        _require_admin(ctx, "volume_extension:volume_type_encryption:update")
+        return self.db.write(db.encryption_update, type_id, values)
+
+    def type_encryption_delete(self, ctx, type_id):
+        _require_admin(ctx, "volume_extension:volume_type_encryption:delete")
+        self.db.write(db.encryption_delete, type_id)
 
     # -- volumes --------------------------------------------------------------
 
@@ -179,7 +200,8 @@ class VolumeManager:
                 availability_zone)
 
         def create(conn):
-            vtype = db.type_get(conn, volume_type or db.DEFAULT_TYPE_NAME)
+            vtype = db.type_get(conn, volume_type or db.DEFAULT_TYPE_NAME,
+                                include_private=ctx.is_admin)
             return db.volume_create(conn, {
                 "project_id": ctx.project_id, "user_id": ctx.user_id,
                 "name": name, "description": description, "size": size,

@@ -8,6 +8,7 @@ from volattach.volume.handlers import attachments
 from volattach.volume.handlers import extra_specs
 from volattach.volume.handlers import limits
 from volattach.volume.handlers import services
+from volattach.volume.handlers import type_encryption
 from volattach.volume.handlers import types
 from volattach.volume.handlers import versions
 from volattach.volume.handlers import volume_actions
@@ -24,6 +25,8 @@ ROUTES = [
     ("/types/{type_id}", types.Item),
     ("/types/{type_id}/extra_specs", extra_specs.Collection),
     ("/types/{type_id}/extra_specs/{key}", extra_specs.Item),
+    ("/types/{type_id}/encryption", type_encryption.Collection),
+    ("/types/{type_id}/encryption/{key}", type_encryption.Item),
     ("/limits", limits.Limits),
     ("/attachments", attachments.Collection),
     ("/attachments/detail", attachments.Detail),

@@ -76,6 +76,27 @@ class VolumeTypeExtraSpec(Base):
     value: Mapped[str] = mapped_column(String(255), nullable=False)
 
 
+class Encryption(Base):
+    """The encryption specs of a volume type, at most one per type
+    (Cinder's ``encryption`` table, ``/types/{id}/encryption``)."""
+    __tablename__ = "encryption"
+    __table_args__ = (UniqueConstraint(
+        "volume_type_id", name="uniq_encryption0volume_type_id"),)
+
+    encryption_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    volume_type_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("volume_types.id", ondelete="CASCADE"),
+        nullable=False)
+    cipher: Mapped[str | None] = mapped_column(String(255))
+    key_size: Mapped[int | None] = mapped_column(Integer)
+    provider: Mapped[str] = mapped_column(String(255), nullable=False)
+    control_location: Mapped[str] = mapped_column(String(255),
+                                                  nullable=False)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
+                                                          nullable=False)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
 class Volume(Base):
     __tablename__ = "volumes"
     __table_args__ = (Index("volumes_project_id_idx", "project_id"),)

@@ -58,3 +58,41 @@ extra_specs_create = {
 
 # PUT /types/{id}/extra_specs/{key}: {key: value}
 extra_spec_update = dict(_specs, minProperties=1)
+
+# -- /types/{id}/encryption (Cinder's volume_type_encryption schemas) ---------
+
+# an integer, or a string of one (Cinder's "key_size" format)
+_key_size = {"type": ["string", "integer", "null"], "pattern": "^[0-9]+$",
+             "minimum": 0, "maximum": 2147483647}
+
+# POST: provider and control_location required; other keys are ignored,
+# as Cinder does (its schema allows them, its table has no column for them)
+encryption_create = {
+    "type": "object",
+    "properties": {
+        "encryption": {
+            "type": "object",
+            "properties": {
+                "key_size": _key_size,
+                "provider": {"type": "string", "maxLength": 255},
+                "control_location": {"enum": ["front-end", "back-end"]},
+                "cipher": {"type": ["string", "null"], "maxLength": 255},
+            },
+            "required": ["provider", "control_location"],
+            "additionalProperties": True,
+        },
+    },
+    "required": ["encryption"],
+    "additionalProperties": False,
+}
+
+# PUT /types/{id}/encryption/{encryption_id}: any of the same keys
+encryption_update = {
+    "type": "object",
+    "properties": {
+        "encryption": dict(encryption_create["properties"]["encryption"],
+                           required=[]),
+    },
+    "required": ["encryption"],
+    "additionalProperties": False,
+}

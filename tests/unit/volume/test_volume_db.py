@@ -22,7 +22,7 @@ def test_db_sync_creates_the_models_tables(tmp_path):
         assert tables == {"volume_alembic_version", "services",
                           "volume_types", "volume_type_extra_specs",
                           "volumes", "volume_attachments",
-                          "attachment_specs"}
+                          "attachment_specs", "encryption"}
         diff = autogenerate.compare_metadata(
             MigrationContext.configure(conn, opts={
                 "version_table": migration.VERSION_TABLE}),
