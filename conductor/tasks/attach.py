@@ -6,7 +6,9 @@ from oslo_utils import uuidutils
 
 from volattach import objects
 from volattach.conductor.tasks import base
+from volattach.conductor.tasks import detach as detach_task
 from volattach.objects.notification import notify_volume
+from volattach import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -37,9 +39,18 @@ class AttachVolumeTask(base.TaskBase):
         bdm_uuid = uuidutils.generate_uuid()
         create_sent = plugged = False
         try:
+            # the server as it is now, not as the API read it: a live
+            # migration may have moved it since (every call below goes to
+            # its host)
+            instance = self._server_to_attach_to(context, instance)
             bdm = self._reserve_block_device_name(
                 context, instance, device, volume_id, tag, delete_on_termination,
                 bdm_uuid)
+            # read again once the record exists: a migration that started
+            # before this read is refused here (nothing is attached yet),
+            # one that starts after it finds the record and refuses itself
+            # (live_migrate.LiveMigrationTask._check_volumes_settled)
+            self._server_to_attach_to(context, instance, host=instance.host)
             attach_mode = attach_mode or "rw"
             create_sent = True
             attachment = self._create_attachment(
@@ -108,6 +119,25 @@ class AttachVolumeTask(base.TaskBase):
         event.success()
         notify_volume(context, "volume_attach", "end", instance, volume_id, [bdm])
         return bdm.device_name
+
+    @staticmethod
+    def _server_to_attach_to(context, instance, host=None):
+        """The server read again; InstanceInvalidState (409 on a call) while
+        a workflow that moves its volumes runs (live migration, shelve,
+        offload: the API refuses an attach then, and one that passed its
+        checks just before must not plug on a host the guest is leaving),
+        when it is on no host, or, with ``host``, no longer on ``host``."""
+        fresh = base.retry_transient(objects.Instance.get_by_uuid, context,
+                                     instance.uuid)
+        if fresh.task_state in detach_task.MOVING_TASK_STATES:
+            raise exception.InstanceInvalidState(
+                method="attach_volume", instance_uuid=instance.uuid,
+                attr="task_state", state=fresh.task_state)
+        if not fresh.host or (host is not None and fresh.host != host):
+            raise exception.InstanceInvalidState(
+                method="attach_volume", instance_uuid=instance.uuid,
+                attr="host", state=fresh.host)
+        return fresh
 
     def _create_attachment(self, context, volume_id, instance_uuid, mode):
         """``attachment_create``, tried again while the volume service is

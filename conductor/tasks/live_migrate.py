@@ -9,6 +9,7 @@ the move fails.  The record is bookkeeping: a failure to write it is
 logged and never stops the migration or its rollback.
 """
 import logging
+import time
 
 from volattach import objects
 from volattach.conductor.tasks import base
@@ -21,6 +22,10 @@ LOG = logging.getLogger(__name__)
 
 # the steps from which a failure is the move's ("failed", not "error")
 _MOVE_STEPS = ("compute_live_migration", "compute_post_live_migration_at_source")
+# how long the migration waits for an attach of one of the server's volumes
+# that is under way to finish (or give way) before it refuses
+ATTACH_WAIT_SECONDS = 30.0
+ATTACH_WAIT_INTERVAL = 0.1
 
 
 def _flavor_id(instance):
@@ -79,10 +84,8 @@ class LiveMigrationTask(base.TaskBase):
 
             step = "compute_live_migration_attach_destination"
             event = base.Event(context, instance.uuid, step, dest)
-            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
-                context, instance.uuid)
+            bdms = self._records_once_attached(context, instance)
             old_bdms = [b for b in bdms if b.is_volume and b.attachment_id]
-            self._check_no_detach_under_way(context, instance, old_bdms)
             for bdm in old_bdms:
                 mode = bdm.attach_mode or "rw"
                 attachment = self.volume_api.attachment_create(
@@ -198,16 +201,60 @@ class LiveMigrationTask(base.TaskBase):
             LOG.exception("could not set migration %s to %s",
                           getattr(migration, "uuid", None), status)
 
-    def _check_no_detach_under_way(self, context, instance, bdms):
-        """Refuse (before any destination attachment) while a detach of one
-        of the server's volumes is under way: it would remove a record this
-        migration is about to move."""
+    def _records_once_attached(self, context, instance):
+        """The server's records, read once no attach of one of its volumes
+        is under way (waiting up to ``ATTACH_WAIT_SECONDS``, then refused);
+        refused at once while a detach is (``_being_attached``).
+
+        An attach that passed the API's checks before ``migrating`` was set
+        reads the task state again once its record exists: it either sees
+        ``migrating`` and gives way (its record goes), or it made its record
+        before this listing, which sees it and waits for it to finish (its
+        attachment attached: it moves with the others) or to go.  Without
+        the wait, it would plug the volume on the source after the guest
+        left, with an attachment this migration does not move."""
+        deadline = time.monotonic() + ATTACH_WAIT_SECONDS
+        while True:
+            bdms = base.retry_transient(
+                objects.BlockDeviceMappingList.get_by_instance_uuid,
+                context, instance.uuid)
+            attaching = self._being_attached(context, instance, bdms)
+            if not attaching:
+                return bdms
+            if time.monotonic() >= deadline:
+                raise exception.InstanceInvalidState(
+                    method="live_migrate", instance_uuid=instance.uuid,
+                    attr="volume %s attachment" % attaching[0],
+                    state="attaching")
+            LOG.info("live migration of %s waits for the attach of volume(s) "
+                     "%s", instance.uuid, ", ".join(attaching))
+            time.sleep(ATTACH_WAIT_INTERVAL)
+
+    def _being_attached(self, context, instance, bdms):
+        """The volumes of ``bdms`` whose attach is under way (a record
+        without an attachment yet, or whose attachment is not attached);
+        InstanceInvalidState while a detach of one is (it would remove a
+        record this migration is about to move)."""
+        attaching = []
         for bdm in bdms:
-            volume = self.volume_api.get(context, bdm.volume_id)
+            if not bdm.is_volume:
+                continue
+            if not bdm.attachment_id:
+                if not bdm.connection_info:
+                    attaching.append(bdm.volume_id)
+                continue        # else a record of the old attach flow
+            volume = base.retry_transient(self.volume_api.get, context,
+                                          bdm.volume_id)
             if volume.get("status") == "detaching":
                 raise exception.InstanceInvalidState(
                     method="live_migrate", instance_uuid=instance.uuid,
                     attr="volume %s status" % bdm.volume_id, state="detaching")
+            # the volume view lists the attached attachments only
+            if bdm.attachment_id not in {
+                    a.get("attachment_id")
+                    for a in volume.get("attachments") or ()}:
+                attaching.append(bdm.volume_id)
+        return attaching
 
     def _switch(self, context, instance, dest, bdm, new):
         """Move one record onto its destination attachment and delete the

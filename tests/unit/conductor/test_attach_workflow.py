@@ -60,7 +60,8 @@ def workflow():
         tm = manager.ComputeTaskManager(volume_api=volume)
         tm.compute_rpcapi = compute
         ctx = mock.Mock()
-        instance = types.SimpleNamespace(uuid="inst-1", host="h1")
+        # the server as the workflow reads it again (the API's read here)
+        instance = instances.get_by_uuid.return_value
         yield types.SimpleNamespace(tm=tm, compute=compute, volume=volume, bdm=bdm,
                                     ctx=ctx, instance=instance, instances=instances,
                                     event=events.event_start.return_value,
@@ -293,7 +294,8 @@ def test_a_server_deleted_meanwhile_gets_nothing_plugged(workflow, gone):
     read the server's records before cannot see this one."""
     w = workflow
     if isinstance(gone, Exception):
-        w.instances.get_by_uuid.side_effect = gone
+        # found by the reads around the reserve, gone at the third
+        w.instances.get_by_uuid.side_effect = [w.instance, w.instance, gone]
     else:
         w.instances.get_by_uuid.return_value = gone
     with pytest.raises((exception.InstanceNotFound, exception.InstanceInvalidState)):
@@ -303,3 +305,32 @@ def test_a_server_deleted_meanwhile_gets_nothing_plugged(workflow, gone):
     w.volume.attachment_delete.assert_called_once_with(w.ctx, "att-1")
     w.volume.attachment_complete.assert_not_called()
     assert w.bdm.destroyed
+
+
+def test_a_server_migrating_since_the_api_read_it_gets_nothing_reserved(workflow):
+    w = workflow
+    w.instances.get_by_uuid.return_value = types.SimpleNamespace(
+        uuid="inst-1", host="h1", task_state="migrating")
+    with pytest.raises(exception.InstanceInvalidState):
+        w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    w.compute.reserve_block_device_name.assert_not_called()
+    w.volume.attachment_create.assert_not_called()
+    w.event.finish.assert_called_once()
+
+
+@pytest.mark.parametrize("moved", [
+    types.SimpleNamespace(uuid="inst-1", host="h1", task_state="migrating"),
+    types.SimpleNamespace(uuid="inst-1", host="h2", task_state=None)],
+    ids=["migrating", "moved"])
+def test_a_migration_started_during_the_reserve_gets_the_record_back(
+        workflow, moved):
+    """Read again once the record exists: the record goes, nothing was
+    attached in the volume service, nothing plugged."""
+    w = workflow
+    w.instances.get_by_uuid.side_effect = [w.instance, moved]
+    with pytest.raises(exception.InstanceInvalidState):
+        w.tm.attach_volume(w.ctx, w.instance, "vol-1")
+    w.volume.attachment_create.assert_not_called()
+    w.compute.attach_volume.assert_not_called()
+    assert w.bdm.destroyed
+    w.event.finish.assert_called_once()

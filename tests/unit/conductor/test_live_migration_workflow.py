@@ -58,6 +58,9 @@ def w():
     compute = mock.Mock()
     compute.can_send_version.return_value = True
     volume = mock.Mock()
+    # the volume view lists the attached attachments (the records' here)
+    volume.get.side_effect = lambda ctx, volume_id: {"status": "in-use", "attachments": [
+        {"attachment_id": b.attachment_id} for b in bdms if b.volume_id == volume_id]}
     created = iter(["new-1", "new-2"])
     volume.attachment_create.side_effect = lambda *a, **k: {"id": next(created)}
     volume.attachment_update.side_effect = lambda ctx, att_id, connector, **k: {
