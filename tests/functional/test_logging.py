@@ -5,7 +5,7 @@ oslo.log's ContextFormatter, over real HTTP to the in-process services.
   the worker thread served another caller before (one thread per server
   here, so that two requests surely share it);
 - one access line per request on both services, for the answers of the
-  handlers and of the middleware (401, 404 of an unknown path, 406);
+  handlers and of the middleware (401, 404 of an unknown path, 406, 413);
 - a refusal that is the caller's fault (a device path in use, refused by
   the compute over RPC) leaves no ERROR and no traceback, and the client
   still gets its 409; a genuine failure still logs its traceback at ERROR.
@@ -94,36 +94,46 @@ def _line_re(method, target, status, microversion):
                                               status, re.escape(microversion)))
 
 
-def _get(url, token, headers=None):
+# a body over [oslo_middleware] max_request_body_size (413, before auth)
+TOO_BIG = b"[" + b" " * 200000 + b"]"
+
+
+def _request(method, url, token, headers=None):
     all_headers = {"Accept": "application/json"}
     if token:
         all_headers["X-Auth-Token"] = token
     all_headers.update(headers or {})
-    response = requests.get(url, headers=all_headers,
-                            timeout=clients.REQUEST_TIMEOUT)
+    data = None
+    if method == "POST":
+        all_headers["Content-Type"] = "application/json"
+        data = TOO_BIG
+    response = requests.request(method, url, headers=all_headers, data=data,
+                                timeout=clients.REQUEST_TIMEOUT)
     return response.status_code, response.headers
 
 
 def _check_access_lines(logs, base_url, cases):
-    for token, target, headers, status, version, caller in cases:
-        answer, response_headers = _get(base_url + target, token, headers)
+    for token, method, target, headers, status, version, caller in cases:
+        answer, response_headers = _request(method, base_url + target, token,
+                                            headers)
         assert answer == status, (target, answer)
         line = _access_line(logs, response_headers)
         assert " INFO %s " % ACCESS_LOGGER in line, line
-        assert _line_re("GET", target, status, version).search(line), line
+        assert _line_re(method, target, status, version).search(line), line
         if caller:
             assert caller in line, line
 
 
 def test_compute_api_access_log(deployment, logs):
     _check_access_lines(logs, deployment.api_url, [
-        ("alice:demo", "/v2.1/servers?limit=1", {}, 200, "2.1",
+        ("alice:demo", "GET", "/v2.1/servers?limit=1", {}, 200, "2.1",
          "alice demo"),
-        (None, "/v2.1/servers", {}, 401, "-", None),
-        ("alice:demo", "/v2.1/no-such-collection", {}, 404, "2.1",
+        (None, "GET", "/v2.1/servers", {}, 401, "-", None),
+        ("alice:demo", "GET", "/v2.1/no-such-collection", {}, 404, "2.1",
          "alice demo"),
-        ("alice:demo", "/v2.1/servers",
+        ("alice:demo", "GET", "/v2.1/servers",
          {"OpenStack-API-Version": "compute 9.99"}, 406, "-", "alice demo"),
+        ("alice:demo", "POST", "/v2.1/servers", {}, 413, "-", None),
     ])
 
 
@@ -134,13 +144,14 @@ def test_volume_service_access_log(deployment, logs):
     assert re.search(r' "POST /v3/demo/volumes" status: 202 ',
                      _access_line(logs, headers))
     _check_access_lines(logs, deployment.volume_url, [
-        ("bob:other", "/v3/other/volumes?limit=1", {}, 200, "3.0",
+        ("bob:other", "GET", "/v3/other/volumes?limit=1", {}, 200, "3.0",
          "bob other"),
-        (None, "/v3/demo/volumes", {}, 401, "-", None),
-        ("alice:demo", "/v3/demo/no-such-collection", {}, 404, "3.0",
+        (None, "GET", "/v3/demo/volumes", {}, 401, "-", None),
+        ("alice:demo", "GET", "/v3/demo/no-such-collection", {}, 404, "3.0",
          "alice demo"),
-        ("alice:demo", "/v3/demo/volumes",
+        ("alice:demo", "GET", "/v3/demo/volumes",
          {"OpenStack-API-Version": "volume 9.99"}, 406, "-", "alice demo"),
+        ("alice:demo", "POST", "/v3/demo/volumes", {}, 413, "-", None),
     ])
 
 
