@@ -1,7 +1,9 @@
 """Guest-visible attach and detach latency with the libvirt driver.
 
 Boots one test guest (tools/build-test-image.sh, TCG) under volattach-all
-with the libvirt driver and the file volume backend, then runs N cycles of
+with the libvirt driver and the file volume backend (NBD exports), or with
+``--backend rbd`` the rbd backend on the Ceph of tools/start-ceph.sh
+(QEMU's rbd client), then runs N cycles of
 an asynchronous attach (microversion 2.101) and a detach of one volume,
 and measures, reading the guest's serial console log directly (not the
 API):
@@ -16,6 +18,7 @@ volume is in-use; detach: until the volume is available), and the CPU
 seconds per cycle of the volattach-all process are reported for both.
 
     .venv/bin/python -m benchmarks.guest_attach --cycles 30
+    .venv/bin/python -m benchmarks.guest_attach --backend rbd --skip-fake
 
 Needs what the guest tier needs (tools/start-libvirt.sh, the
 volattach[libvirt] extra).  Prints a JSON summary.
@@ -75,9 +78,19 @@ def _wait(predicate, timeout=60):
         time.sleep(0.01)
 
 
-def run_libvirt(cycles, image_dir, image):
+def _deployment(tmp, image_dir, backend):
+    if backend == "rbd":
+        from tests.guest import test_rbd
+        reason = test_rbd.ceph_unavailable()
+        if reason:
+            sys.exit(reason)
+        return test_rbd.RBDDeployment(tmp, image_dir)
+    return guest_env.Deployment(tmp, image_dir)
+
+
+def run_libvirt(cycles, image_dir, image, backend="file"):
     tmp = tempfile.mkdtemp(prefix="guest-bench-")
-    d = guest_env.Deployment(tmp, image_dir)
+    d = _deployment(tmp, image_dir, backend)
     d.start()
     try:
         api = clients.ComputeClient(d.api_url, microversion="2.101")
@@ -109,7 +122,10 @@ def run_libvirt(cycles, image_dir, image):
         cpu = _cpu(d.proc) - cpu0
         api.delete_server(guest.id)
         api.wait_for_server_deleted(guest.id)
-        return {"attach_to_guest_s": _summary(attach),
+        volumes.delete_volume(volume_id)        # an rbd image goes too
+        volumes.wait_for_volume_deleted(volume_id)
+        return {"backend": backend,
+                "attach_to_guest_s": _summary(attach),
                 "detach_to_guest_s": _summary(detach),
                 "cpu_s_per_cycle": round(cpu / cycles, 4)}
     finally:
@@ -176,13 +192,17 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cycles", type=int, default=30)
     add_image_dir_argument(parser)
+    parser.add_argument("--backend", choices=["file", "rbd"], default="file",
+                        help="volume backend of the libvirt run: file "
+                             "(NBD) or rbd (Ceph, tools/start-ceph.sh)")
     parser.add_argument("--skip-fake", action="store_true")
     parser.add_argument("--skip-libvirt", action="store_true")
     args = parser.parse_args(argv)
     image = first_image(args.image_dir)
     result = {"cycles": args.cycles}
     if not args.skip_libvirt:
-        result["libvirt"] = run_libvirt(args.cycles, args.image_dir, image)
+        result["libvirt"] = run_libvirt(args.cycles, args.image_dir, image,
+                                        args.backend)
         print(json.dumps(result), file=sys.stderr, flush=True)
     if not args.skip_fake:
         result["fake"] = run_fake(args.cycles)
