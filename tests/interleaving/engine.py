@@ -14,6 +14,7 @@ checks the invariants:
 - every attachment of the volume service belongs to a live server that has
   a block-device record naming it, and every record names a live
   attachment;
+- every connected attachment is on its server's host;
 - no server is left in a task state (or BUILD, MIGRATING);
 - a ``reconcile --dry-run`` pass (grace 0) finds nothing;
 - no request answered 5xx.
@@ -299,6 +300,19 @@ class Run:
                                  row.get("bdm_uuid"), server_id,
                                  row["volumeId"], attachment_id,
                                  att.get("instance"), att["volume_id"]))
+        for vid, volume in snap.volumes.items():
+            # a connected attachment is on its server's host (an offloaded
+            # server's have no host)
+            for att in volume.get("attachments") or ():
+                server = snap.servers.get(att.get("server_id"))
+                if server is None or not att.get("host_name"):
+                    continue
+                host = server.get("OS-EXT-SRV-ATTR:host")
+                if att["host_name"] != host:
+                    found.append("attachment %s of volume %s is on host %s, "
+                                 "its server %s on %s" % (
+                                     att.get("attachment_id"), vid,
+                                     att["host_name"], server["id"], host))
         for server in snap.servers.values():
             if server.get("OS-EXT-STS:task_state"):
                 found.append("server %s left in task state %s" % (

@@ -1,6 +1,8 @@
-"""The two races the interleavings found first, sent on purpose, round
-after round, on the all-in-one deployment: an attach racing the delete
-of its server, and a detach racing a live migration of its server.  The
+"""The races the interleavings found, sent on purpose, round after round,
+on the all-in-one deployment: an attach racing the delete of its server,
+a detach racing a live migration of its server, and a live migration sent
+with a detach of one volume and an async attach of another (issue 22: the
+attach went to the migration's source and stayed there).  The
 invariants are those of ``engine.py``; each round starts from a fresh
 server and volume."""
 import time
@@ -48,6 +50,37 @@ def _migrate_and_detach(run, snap, server, volume):
     ]
 
 
+def _migrate_detach_and_attach(run, snap, server, volume):
+    """The batch of a randomized check: a live migration, a detach of the
+    server's volume and a 2.101 attach of another, the detach a little
+    later each round."""
+    clients = run.clients
+    status, body, _ = clients.api.attach_volume(server, volume,
+                                                microversion="2.1")
+    assert status == 200, body
+    clients.volumes.wait_for_volume_status(volume, "in-use")
+    status, body, _ = clients.volumes.create_volume(
+        size=1, name="il-%s-v" % run.tag)
+    assert status == 202, body
+    other = body["volume"]["id"]
+    clients.volumes.wait_for_volume_status(other, "available")
+    body = {"os-migrateLive": {"host": None, "block_migration": "auto"}}
+    delay = (run.step_no % 6) * 0.005
+
+    def detach(c):
+        time.sleep(delay)
+        return c.api.detach_volume(server, volume)
+    return [
+        ("attach_async", "attach_async(%s, %s)" % (server, other),
+         lambda c: c.api.attach_volume(server, other, microversion="2.101")),
+        ("live_migrate", "live_migrate(%s)" % server,
+         lambda c: c.admin.request("POST", "/servers/%s/action" % server,
+                                   body, microversion="2.25")),
+        ("detach", "detach(%s, %s) after %.3fs" % (server, volume, delay),
+         detach),
+    ]
+
+
 def _run(deployment, seed, batch, rounds=ROUNDS):
     run = engine.Run(deployment.api_url, deployment.volume_url, seed,
                      test_all_in_one._inproc_dry_run, servers=0, volumes=0,
@@ -71,4 +104,10 @@ def test_attach_racing_server_delete_leaves_nothing(deployment, version):
 @pytest.mark.timeout(240)
 def test_detach_racing_live_migration_leaves_nothing(deployment):
     run = _run(deployment, 1322, _migrate_and_detach, rounds=16)
+    assert not run.violations, run.describe_violations()
+
+
+@pytest.mark.timeout(240)
+def test_attach_and_detach_racing_live_migration_leave_nothing(deployment):
+    run = _run(deployment, 1323, _migrate_detach_and_attach, rounds=8)
     assert not run.violations, run.describe_violations()
