@@ -10,6 +10,7 @@ import socket
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_log import log as logging
+from oslo_utils import netutils
 from oslo_policy import opts as policy_opts
 
 from volattach.wsgi import body as wsgi_body
@@ -63,6 +64,12 @@ default_opts = [
                      "auth_strategy = noauth on a listen address that is "
                      "not loopback (any caller can then claim to be "
                      "admin).  Without it they refuse to start."),
+    cfg.HostAddressOpt("my_ip", default=netutils.get_my_ipv4(),
+                       sample_default="<host_ipv4>",
+                       help="This host's address, as Nova's: the ip of a "
+                            "compute's volume connector, and the address "
+                            "the volume service hands out for its exports "
+                            "when it listens on a wildcard address."),
 ]
 
 database_opts = [
@@ -266,6 +273,29 @@ volume_opts = [
                             "on and computes connect to."),
     cfg.PortOpt("export_port", default=10809,
                 help="file backend: port of the NBD server."),
+    cfg.BoolOpt("nbd_tls", default=False,
+                help="file backend: serve NBD over TLS only, to the "
+                     "clients of nbd_tls_allowed_clients (QEMU's "
+                     "tls-creds-x509 and tls-authz); connections then "
+                     "say tls and computes connect with [libvirt] "
+                     "nbd_tls_dir."),
+    cfg.StrOpt("nbd_tls_dir", default="/etc/pki/qemu",
+               help="file backend: directory of the NBD server's TLS "
+                    "material, in QEMU's names: ca-cert.pem, "
+                    "server-cert.pem (whose subjectAltName holds the "
+                    "address computes connect to), server-key.pem."),
+    cfg.MultiStrOpt("nbd_tls_allowed_clients", default=[],
+                    help="file backend with nbd_tls: the distinguished "
+                         "name of a client certificate let in (a "
+                         "compute's, e.g. O=volattach,CN=compute1); "
+                         "repeat the option for each.  Others, even "
+                         "signed by the CA, are refused."),
+    cfg.BoolOpt("allow_insecure_nbd", default=False,
+                help="file backend: let the NBD server listen on an "
+                     "export_host that is not loopback without nbd_tls "
+                     "(any host reaching it can read and write every "
+                     "volume).  Without it the volume service refuses "
+                     "to start."),
     cfg.StrOpt("backend_name", default="fake",
                help="Name of the storage backend of the volume service."),
     cfg.BoolOpt("shared_targets", default=False,
@@ -338,6 +368,12 @@ libvirt_opts = [
                help="rbd volumes: the libvirt secret uuid of a connection "
                     "that names none (Nova's fallback). Unset: one derived "
                     "from the cluster and user."),
+    cfg.StrOpt("nbd_tls_dir", default="/etc/pki/qemu",
+               help="nbd volumes whose connection says tls: directory of "
+                    "this compute's NBD client certificate (ca-cert.pem, "
+                    "client-cert.pem, client-key.pem), also libvirt's "
+                    "nbd_tls_x509_cert_dir in qemu.conf.  An attach "
+                    "fails when the certificate is missing or expired."),
 ]
 
 rbd_opts = [

@@ -98,6 +98,13 @@ class FakeISCSIBackend:
         """Nothing to tear down in the fake backend."""
 
 
+def advertised_host(conf, listen):
+    """The address computes reach ``listen`` at: ``[DEFAULT] my_ip`` for
+    a wildcard address (0.0.0.0, ::), else ``listen`` itself."""
+    from volattach.volume.backends import file as file_backend
+    return conf.my_ip if file_backend.is_wildcard(listen) else listen
+
+
 def load_backend(conf, service_host):
     """The backend ``[volume] backend`` names."""
     if conf.volume.backend == "rbd":
@@ -115,8 +122,11 @@ def load_backend(conf, service_host):
             name=conf.volume.backend_name, service_host=service_host,
             volumes_dir=conf.volume.volumes_dir,
             export_host=conf.volume.export_host,
-            export_port=conf.volume.export_port)
+            export_port=conf.volume.export_port,
+            tls_dir=conf.volume.nbd_tls_dir if conf.volume.nbd_tls else None,
+            tls_allowed_clients=conf.volume.nbd_tls_allowed_clients,
+            connect_host=advertised_host(conf, conf.volume.export_host))
     return FakeISCSIBackend(
         name=conf.volume.backend_name, service_host=service_host,
-        portal_address=conf.volume.listen,
+        portal_address=advertised_host(conf, conf.volume.listen),
         shared_targets=conf.volume.shared_targets)

@@ -51,3 +51,6 @@ def check_api(conf):
 def check_volume(conf, listen=None):
     check(conf, "volattach-volume", conf.volume.auth_strategy,
           listen or conf.volume.listen)
+    # and no NBD export on the network without TLS ([volume] nbd_tls)
+    from volattach.volume.backends import file as file_backend
+    file_backend.check_security(conf)

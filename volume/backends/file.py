@@ -11,12 +11,26 @@ read-only export refuses writes server-side.  An export is added when an
 attachment is connected and removed when the last attachment of that
 (volume, mode) is gone; the node goes with the last export.
 
+NBD over TLS (``[volume] nbd_tls``): the daemon gets a ``tls-creds-x509``
+object (endpoint server, ``[volume] nbd_tls_dir``: ``ca-cert.pem``,
+``server-cert.pem``, ``server-key.pem``) and an ``authz-list`` that lets in
+only the client certificates whose distinguished names
+``[volume] nbd_tls_allowed_clients`` lists; its NBD server requires both.
+The NBD server is configured over QMP (``configure``), so that a reused
+daemon whose settings differ is reconfigured on start, its exports rebuilt
+by ``restore``.  Exporting on a non-loopback address without TLS is refused
+at start (``check_security``) unless ``[volume] allow_insecure_nbd``.
+
 connection_info carries ``driver_volume_type`` ``nbd`` and ``host``,
-``port``, ``name``, ``access_mode`` (flat, as the fake backend's).  Needs the ``volattach[libvirt]`` extra
+``port``, ``name``, ``access_mode`` and ``tls`` (flat, as the fake
+backend's); ``host`` is ``[volume] export_host``, or ``[DEFAULT] my_ip``
+when that is a wildcard address.  Needs the ``volattach[libvirt]`` extra
 (``qemu.qmp``) and QEMU's ``qemu-storage-daemon``.
 """
 import asyncio
 import contextlib
+import ipaddress
+import json
 import logging
 import os
 import shutil
@@ -26,6 +40,7 @@ import time
 import uuid
 
 from volattach import exception
+from volattach.wsgi import insecure
 
 LOG = logging.getLogger(__name__)
 # qemu.qmp logs every refused connection (the probe of a daemon that is
@@ -36,8 +51,94 @@ DRIVER_VOLUME_TYPE = "nbd"
 GiB = 1024 ** 3
 
 
+TLS_SERVER_FILES = ("ca-cert.pem", "server-cert.pem", "server-key.pem")
+ALLOW_INSECURE_OPTION = "[volume] allow_insecure_nbd"
+
+
 class ExportError(Exception):
     """The storage daemon refused an operation."""
+
+
+class InsecureNBD(insecure.InsecureNoauth):
+    """The file backend would export volumes on the network without TLS
+    (or with TLS but no usable credentials or authorization)."""
+
+
+def is_wildcard(host):
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
+
+
+def check_security(conf):
+    """Raise InsecureNBD when the file backend of ``conf`` would export
+    volumes beyond loopback without TLS and authorization, or when its TLS
+    material is missing; names the option to change."""
+    vconf = conf.volume
+    if vconf.backend != "file":
+        return
+    if vconf.nbd_tls:
+        missing = [os.path.join(vconf.nbd_tls_dir or "", name)
+                   for name in TLS_SERVER_FILES
+                   if not vconf.nbd_tls_dir or not os.path.isfile(
+                       os.path.join(vconf.nbd_tls_dir, name))]
+        if missing:
+            raise InsecureNBD(
+                "[volume] nbd_tls is on but [volume] "
+                "nbd_tls_dir (%s) lacks %s" % (vconf.nbd_tls_dir,
+                                               ", ".join(missing)))
+        if not vconf.nbd_tls_allowed_clients:
+            raise InsecureNBD(
+                "[volume] nbd_tls is on but [volume] "
+                "nbd_tls_allowed_clients is empty: list the distinguished "
+                "names of the computes' client certificates")
+        return
+    if conf.volume.allow_insecure_nbd or insecure.is_loopback(
+            vconf.export_host):
+        return
+    raise InsecureNBD(
+        "volattach-volume refuses to export volumes over NBD on %s, which "
+        "is not a loopback address, without TLS: any host reaching port %s "
+        "could read and write every volume.  Set [volume] nbd_tls = true "
+        "(with nbd_tls_dir and nbd_tls_allowed_clients), export on "
+        "loopback, or set %s = true."
+        % (vconf.export_host, vconf.export_port, ALLOW_INSECURE_OPTION))
+
+
+def authz_rules(allowed_clients):
+    """QEMU ``authz-list`` rules letting in each distinguished name, in
+    the order given and reversed (GnuTLS prints the subject in the
+    certificate's order, ``O=volattach,CN=compute1``; RFC 4514 tools
+    print it backwards)."""
+    rules, seen = [], set()
+    for dname in allowed_clients:
+        parts = [p.strip() for p in _split_dn(dname)]
+        for form in (",".join(parts), ",".join(reversed(parts))):
+            if form and form not in seen:
+                seen.add(form)
+                rules.append({"match": form, "policy": "allow",
+                              "format": "exact"})
+    return rules
+
+
+def _split_dn(dname):
+    """The RDNs of ``dname``, split on commas that are not escaped."""
+    parts, current, escaped = [], "", False
+    for char in dname:
+        if escaped:
+            current += char
+            escaped = False
+        elif char == "\\":
+            current += char
+            escaped = True
+        elif char == ",":
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return [p for p in parts if p.strip()]
 
 
 def backing(volume):
@@ -63,11 +164,16 @@ class StorageDaemon:
     """One qemu-storage-daemon reached over its QMP socket; one QMP
     session per operation, serialized in this process."""
 
-    def __init__(self, state_dir, host, port, binary="qemu-storage-daemon"):
+    def __init__(self, state_dir, host, port, binary="qemu-storage-daemon",
+                 tls_dir=None, tls_allowed_clients=()):
         self.state_dir = state_dir
         self.socket = os.path.join(state_dir, "qsd.qmp")
         self.pidfile = os.path.join(state_dir, "qsd.pid")
+        # the NBD server settings last applied to the running daemon
+        self.server_file = os.path.join(state_dir, "qsd.nbd-server.json")
         self.host, self.port, self.binary = host, port, binary
+        self.tls_dir = tls_dir
+        self.tls_allowed_clients = list(tls_allowed_clients or ())
         self._lock = threading.RLock()
         self._qmp = None          # the session of the running batch()
 
@@ -92,12 +198,15 @@ class StorageDaemon:
         return True
 
     def ensure_running(self, timeout=10.0):
-        """Reuse a running daemon, else start one (in its own session)."""
+        """Reuse a running daemon, else start one (in its own session);
+        either way its NBD server has this object's settings after."""
         if self.alive():
+            self.configure()
             return False
         os.makedirs(self.state_dir, exist_ok=True)
-        if os.path.exists(self.socket):
-            os.unlink(self.socket)
+        for path in (self.socket, self.server_file):
+            if os.path.exists(path):
+                os.unlink(path)
         binary = shutil.which(self.binary) or self.binary
         log = open(os.path.join(self.state_dir, "qsd.log"), "ab")
         subprocess.Popen(
@@ -105,8 +214,6 @@ class StorageDaemon:
              "--chardev", "socket,id=qmp0,path=%s,server=on,wait=off"
              % self.socket,
              "--monitor", "chardev=qmp0",
-             "--nbd-server", "addr.type=inet,addr.host=%s,addr.port=%d"
-             % (self.host, self.port),
              "--pidfile", self.pidfile],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True, close_fds=True)
@@ -116,6 +223,52 @@ class StorageDaemon:
             if time.monotonic() > deadline:
                 raise ExportError("qemu-storage-daemon did not start")
             time.sleep(0.02)
+        self.configure()
+        return True
+
+    def server_settings(self):
+        return {"host": self.host, "port": self.port,
+                "tls_dir": self.tls_dir,
+                "tls_allowed_clients": self.tls_allowed_clients}
+
+    def configure(self):
+        """Start the daemon's NBD server with these settings, unless it
+        already runs with them: stop it (its exports go), replace the TLS
+        and authz objects, start it again."""
+        wanted = self.server_settings()
+        try:
+            with open(self.server_file) as f:
+                if json.load(f) == wanted:
+                    return False
+        except (OSError, ValueError):
+            pass
+        with self.batch():
+            for cmd, args in (("nbd-server-stop", {}),
+                              ("object-del", {"id": "authz0"}),
+                              ("object-del", {"id": "tls0"})):
+                try:
+                    self.command(cmd, **args)
+                except ExportError:
+                    pass                # not there
+            server = {"addr": {"type": "inet", "data": {
+                "host": self.host, "port": str(self.port)}}}
+            if self.tls_dir:
+                self.command("object-add", **{
+                    "qom-type": "tls-creds-x509", "id": "tls0",
+                    "endpoint": "server", "dir": self.tls_dir,
+                    "verify-peer": True})
+                self.command("object-add", **{
+                    "qom-type": "authz-list", "id": "authz0",
+                    "policy": "deny",
+                    "rules": authz_rules(self.tls_allowed_clients)})
+                server.update({"tls-creds": "tls0", "tls-authz": "authz0"})
+            self.command("nbd-server-start", **server)
+        with open(self.server_file, "w") as f:
+            json.dump(wanted, f)
+        LOG.info("NBD server of qemu-storage-daemon on %s:%s (%s)",
+                 self.host, self.port,
+                 "TLS, %d allowed clients" % len(self.tls_allowed_clients)
+                 if self.tls_dir else "no TLS")
         return True
 
     @contextlib.contextmanager
@@ -165,13 +318,21 @@ class FileBackend:
     needs_remaining = True
 
     def __init__(self, name, service_host, volumes_dir, export_host,
-                 export_port, daemon=None):
+                 export_port, daemon=None, tls_dir=None,
+                 tls_allowed_clients=(), connect_host=None):
+        """``tls_dir``: NBD over TLS with the server credentials there,
+        letting in ``tls_allowed_clients`` (distinguished names) only;
+        ``connect_host``: the address computes connect to (default:
+        ``export_host``)."""
         self.name = name
         self.service_host = service_host
         self.volumes_dir = volumes_dir
         self.export_host, self.export_port = export_host, export_port
+        self.connect_host = connect_host or export_host
+        self.tls = bool(tls_dir)
         self.daemon = daemon or StorageDaemon(
-            os.path.join(volumes_dir, ".qsd"), export_host, export_port)
+            os.path.join(volumes_dir, ".qsd"), export_host, export_port,
+            tls_dir=tls_dir, tls_allowed_clients=tls_allowed_clients)
         self._lock = threading.Lock()
         os.makedirs(volumes_dir, exist_ok=True)
 
@@ -278,8 +439,8 @@ class FileBackend:
         # merged with driver_volume_type); computes accept both shapes
         return {
             "driver_volume_type": DRIVER_VOLUME_TYPE,
-            "host": self.export_host, "port": self.export_port,
-            "name": export_name(backing(volume), mode),
+            "host": self.connect_host, "port": self.export_port,
+            "name": export_name(backing(volume), mode), "tls": self.tls,
             "access_mode": mode, "volume_id": volume["id"],
             "attachment_id": attachment_id,
             "encrypted": False, "qos_specs": None, "cacheable": False,
