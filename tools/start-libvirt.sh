@@ -16,6 +16,9 @@
 #   VOLATTACH_LIBVIRT_TIMEOUT    seconds to wait for libvirtd (default 60)
 #   VOLATTACH_LIBVIRT_BACKPORTS  0: Debian 12's own libvirt 9.0 (guests then
 #                                do not survive a storage daemon restart)
+#   VOLATTACH_NBD_TLS_DIR        the compute's NBD client certificates
+#                                ([libvirt] nbd_tls_dir): qemu.conf's
+#                                nbd_tls_x509_cert_dir (the peer copies it)
 set -euo pipefail
 
 TIMEOUT=${VOLATTACH_LIBVIRT_TIMEOUT:-60}
@@ -99,6 +102,10 @@ remember_owner = 0
 security_driver = "none"
 EOF
 )
+if [ -n "${VOLATTACH_NBD_TLS_DIR:-}" ]; then
+    want="$want
+nbd_tls_x509_cert_dir = \"$VOLATTACH_NBD_TLS_DIR\""
+fi
 running() { pgrep -x "$1" >/dev/null; }
 # a daemon still running the binary an upgrade replaced
 stale() {
