@@ -15,7 +15,9 @@ and paths in the ``LiveMigrateData`` its compute returned.
 """
 import logging
 import os
+import platform
 import shutil
+import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -38,10 +40,44 @@ DETACH_TIMEOUT = 20.0      # seconds per attempt, as Nova's device_detach_timeou
 # in a guest's directory on a live migration's destination until the guest
 # runs there: a rollback removes only a directory that has it
 MIGRATING_IN = ".migrating-in"
+# open-iscsi's initiator name, the connector's ``initiator``
+INITIATOR_FILE = "/etc/iscsi/initiatorname.iscsi"
 
 
 def domain_name(instance):
     return "volattach-%s" % instance.uuid
+
+
+def iscsi_initiator(path=INITIATOR_FILE):
+    """The ``InitiatorName=`` of open-iscsi's file, or None without one."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        line = line.strip()
+        if line.startswith("InitiatorName="):
+            return line.split("=", 1)[1].strip() or None
+    return None
+
+
+def volume_connector(host, initiator_file=INITIATOR_FILE):
+    """This host's volume connector, with os-brick's keys as Nova's
+    libvirt driver sends it: ``ip`` is ``[DEFAULT] my_ip``; ``initiator``
+    only when open-iscsi names one (as os-brick)."""
+    connector = {
+        "host": host,
+        "ip": CONF.my_ip,
+        "platform": platform.machine(),
+        "os_type": sys.platform,
+        "multipath": False,
+        "do_local_attach": False,
+    }
+    initiator = iscsi_initiator(initiator_file)
+    if initiator:
+        connector["initiator"] = initiator
+    return connector
 
 
 class LibvirtDriver(driver.ComputeDriver):
@@ -149,15 +185,7 @@ class LibvirtDriver(driver.ComputeDriver):
 
     # -- driver interface -------------------------------------------------------
     def get_volume_connector(self):
-        return {
-            "host": self.host,
-            "initiator": "iqn.2026-11.org.volattach:%s" % self.host,
-            "ip": "127.0.0.1",
-            "platform": "x86_64",
-            "os_type": "linux",
-            "multipath": False,
-            "do_local_attach": False,
-        }
+        return volume_connector(self.host)
 
     def get_device_name_for_instance(self, instance, used_device_names,
                                      requested):

@@ -146,3 +146,12 @@ def test_make_nbd_certs_tool_writes_qemu_names(tmp_path):
                & 0o777) == "0o600"
     assert "nbd_tls_allowed_clients = O=volattach,CN=compute1" in out
     assert "nbd_tls_allowed_clients = O=volattach,CN=compute2" in out
+
+
+@pytest.mark.parametrize("listen, portal", [
+    ("0.0.0.0", "10.250.0.7:3260"), ("::", "10.250.0.7:3260"),
+    ("127.0.0.1", "127.0.0.1:3260"), ("10.250.0.9", "10.250.0.9:3260")])
+def test_fake_portal_follows_my_ip_for_a_wildcard_listen(listen, portal):
+    conf = _conf(backend="fake", listen=listen)
+    conf.set_override("my_ip", "10.250.0.7")
+    assert backend_mod.load_backend(conf, "vhost").portal == portal
