@@ -52,5 +52,9 @@ NOT_FOUND = {
 }
 
 
+# ids that are integers in the database: a larger number is no row
+VALID = {"migration_id": storable.integer_id}
+
+
 def middleware():
-    return storable.PathAndQuery(NOT_FOUND)
+    return storable.PathAndQuery(NOT_FOUND, VALID)

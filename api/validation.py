@@ -15,7 +15,8 @@ leading or trailing whitespace, ``ipv4``/``ipv6``, ``date-time``,
 ``base64``, ``regex``).  No string may hold a NUL or a lone surrogate
 (PostgreSQL and the drivers refuse them: ``volattach.wsgi.storable``).
 Numbers may come as numeric strings where the schema
-allows strings (``"min_count": "2"``), as in Nova.
+allows strings (``"min_count": "2"``), as in Nova; in a body, an integer
+must fit a database integer column (signed 32 bits).
 
 Query strings validate as ``{name: [values]}``; where the schema allows
 additional properties (before 2.75 / 2.102), unknown parameters are dropped
@@ -178,8 +179,14 @@ def _pattern(validator, pattern, instance, schema):
 
 _Validator = jsonschema.validators.extend(
     _BASE, {"minimum": _minimum, "maximum": _maximum, "pattern": _pattern})
+# Bodies: integers also within a database integer column.  Query strings
+# keep any size (a huge ``limit`` is capped, as in Nova).
+_BodyValidator = jsonschema.validators.extend(
+    _Validator, {"type": storable.type_in_range(_BASE.VALIDATORS["type"])})
 
 _validators = shared_validation.ValidatorCache(
+    lambda schema: _BodyValidator(schema, format_checker=FORMAT_CHECKER))
+_query_validators = shared_validation.ValidatorCache(
     lambda schema: _Validator(schema, format_checker=FORMAT_CHECKER))
 
 
@@ -199,7 +206,8 @@ def validate(schema, target, is_body=True):
     (``volattach.wsgi.storable``)."""
     storable.check_document(target, is_body)
     try:
-        error = next(_validators.get(schema).iter_errors(target), None)
+        validators = _validators if is_body else _query_validators
+        error = next(validators.get(schema).iter_errors(target), None)
     except TypeError as exc:
         raise exception.ValidationError(message=str(exc))
     if error is None:

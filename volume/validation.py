@@ -18,6 +18,9 @@ _FORMAT_CHECKER.checks("uuid")(shared_validation.is_uuid)
 def _build(schema):
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
+    # an integer must fit a database integer column (Cinder's DB_MAX_INT)
+    cls = jsonschema.validators.extend(
+        cls, {"type": storable.type_in_range(cls.VALIDATORS["type"])})
     return cls(schema, format_checker=_FORMAT_CHECKER)
 
 

@@ -179,7 +179,12 @@ class ServersAPI(base.FacadeBase):
         created_bdms = []
         try:
             for index in range(max_count):
-                display_name = name if max_count == 1 else "%s-%d" % (name, index + 1)
+                display_name = name
+                if max_count > 1:
+                    # "-N" after a name cut to fit the 255 characters of
+                    # the display_name and hostname columns
+                    suffix = "-%d" % (index + 1)
+                    display_name = name[:255 - len(suffix)] + suffix
                 instance = objects.Instance(
                     context, uuid=str(uuidlib.uuid4()), project_id=context.project_id,
                     user_id=context.user_id, display_name=display_name,

@@ -1,4 +1,5 @@
-"""Request schemas of the deprecated os-volumes proxy (below 2.36)."""
+"""Request schemas of the deprecated os-volumes proxy (below 2.36); the
+strings at most the 255 characters of the volume service's columns."""
 
 create_v21 = {
     "type": "object",
@@ -6,15 +7,19 @@ create_v21 = {
         "volume": {
             "type": "object",
             "properties": {
-                "volume_type": {"type": "string"},
+                "volume_type": {"type": "string", "maxLength": 255},
                 "metadata": {"type": "object",
-                             "additionalProperties": {"type": "string"}},
+                             "additionalProperties": {"type": "string",
+                                                      "maxLength": 255}},
                 "snapshot_id": {"type": "string", "format": "uuid"},
                 "size": {"type": ["integer", "string"],
                          "pattern": "^[0-9]+$", "minimum": 1},
-                "availability_zone": {"type": "string"},
-                "display_name": {"type": ["string", "null"]},
-                "display_description": {"type": ["string", "null"]},
+                "availability_zone": {"type": "string",
+                                      "maxLength": 255},
+                "display_name": {"type": ["string", "null"],
+                                 "maxLength": 255},
+                "display_description": {"type": ["string", "null"],
+                                        "maxLength": 255},
             },
             "required": ["size"],
             "additionalProperties": False,

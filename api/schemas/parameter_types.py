@@ -78,7 +78,10 @@ metadata = {
 ip_address = {"type": "string", "oneOf": [{"format": "ipv4"},
                                           {"format": "ipv6"}]}
 accessIPv4 = {"type": "string", "format": "ipv4"}
-accessIPv6 = {"type": "string", "format": "ipv6"}
+# the access_ip_v6 column holds 39 characters: every address has a
+# spelling that fits (the compressed one); the longer ones with a dotted
+# IPv4 tail are refused, not stored
+accessIPv6 = {"type": "string", "format": "ipv6", "maxLength": 39}
 
 disk_config = {"type": "string", "enum": ["AUTO", "MANUAL"]}
 

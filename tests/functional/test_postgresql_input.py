@@ -11,6 +11,7 @@ import pytest
 
 from tests import db_fixtures
 from tests import utils
+from tests.integration import client as clients
 
 MISSING = "00000000-0000-4000-8000-000000000000"
 
@@ -178,3 +179,97 @@ def test_nul_in_a_compute_body_is_400(api, server):
         status, answer = _raw(api, method, path, body, microversion="2.89")
         assert status == 400, (path, answer)
     assert api.show_server(server)[1]["server"]["name"] == "pg-input"
+
+
+def test_over_long_strings_are_400_and_store_nothing(
+        api, admin_api, server, volumes_admin):
+    before = volumes_admin.list_volumes()[1]["volumes"]
+    long = "x" * 256
+    for body in ({"volume": {"size": 1, "name": long}},
+                 {"volume": {"size": 1, "description": long}},
+                 {"volume": {"size": 1, "metadata": {"k": long}}}):
+        status, answer = _raw(volumes_admin, "POST", "/volumes", body,
+                              volume=True)
+        assert status == 400, (body, answer)
+    status, answer = _raw(api, "POST", "/os-volumes",
+                          {"volume": {"size": 1, "display_name": long}})
+    assert status == 400, answer
+    assert volumes_admin.list_volumes()[1]["volumes"] == before
+    # a connector's host and keys live in columns of 255 characters
+    status, body, _ = volumes_admin.create_volume(size=1, name="pg-conn")
+    volume_id = body["volume"]["id"]
+    volumes_admin.wait_for_volume_status(volume_id, "available")
+    status, answer = _raw(volumes_admin, "POST", "/attachments",
+                          {"attachment": {"volume_uuid": volume_id,
+                                          "instance_uuid": MISSING}},
+                          volume=True, microversion="3.54")
+    assert status == 200, answer
+    attachment = answer["attachment"]["id"]
+    for connector in ({"host": long}, {"host": "h", "mountpoint": long},
+                      {"host": "h", long: "v"}):
+        status, answer = _raw(volumes_admin, "PUT",
+                              "/attachments/%s" % attachment,
+                              {"attachment": {"connector": connector}},
+                              volume=True, microversion="3.54")
+        assert status == 400, (connector, answer)
+    status, answer = _raw(volumes_admin, "POST",
+                          "/volumes/%s/action" % volume_id,
+                          {"os-reset_status": {"migration_status": long}},
+                          volume=True)
+    assert status == 400, answer
+    status, answer = _raw(volumes_admin, "GET",
+                          "/attachments/%s" % attachment, volume=True,
+                          microversion="3.54")
+    assert answer["attachment"]["status"] == "reserved", answer
+    # an IPv6 address longer than its column (39): refused, not stored
+    status, answer = _raw(
+        api, "PUT", "/servers/%s" % server,
+        {"server": {"accessIPv6": "1111:2222:3333:4444:5555:6666:"
+                                  "255.255.255.255"}})
+    assert status == 400, answer
+
+
+def test_numbers_beyond_an_integer_column_are_400(api, server,
+                                                  volumes_admin):
+    huge = ["2147483648", 2 ** 31, 2 ** 64, "99999999999999999999"]
+    before = volumes_admin.list_volumes()[1]["volumes"]
+    for size in huge:
+        status, answer = _raw(volumes_admin, "POST", "/volumes",
+                              {"volume": {"size": size}}, volume=True)
+        assert status == 400, (size, answer)
+        status, answer = _raw(api, "POST", "/os-volumes",
+                              {"volume": {"size": size}})
+        assert status == 400, (size, answer)
+    assert volumes_admin.list_volumes()[1]["volumes"] == before
+    servers_before = api.list_servers()[1]["servers"]
+    for count in huge:
+        status, answer = _raw(api, "POST", "/servers", {"server": {
+            "name": "pg-many", "imageRef": "", "flavorRef": "1",
+            "min_count": count}}, microversion="2.37")
+        assert status == 400, (count, answer)
+        assert "maximum of 2147483647" in answer["badRequest"]["message"]
+    assert api.list_servers()[1]["servers"] == servers_before
+    # a live-migration id beyond the id column is no migration
+    status, answer = _raw(
+        api, "GET", "/servers/%s/migrations/99999999999999999999" % server,
+        microversion="2.23")
+    assert status == 404, answer
+
+
+def test_multi_create_with_a_full_length_name_fits_the_column(api):
+    """``<name>-<N>`` of a multi-create: the name is cut so that the
+    display name fits its 255 characters (PostgreSQL refused 258)."""
+    name = "n" * 255
+    status, answer = _raw(api, "POST", "/servers", {"server": {
+        "name": name, "imageRef": clients.DEFAULT_IMAGE, "flavorRef": "1",
+        "networks": "none", "min_count": 2, "max_count": 2,
+        "return_reservation_id": True}}, microversion="2.37")
+    assert status == 202, answer
+    status, body, _ = api.list_servers(
+        reservation_id=answer["reservation_id"])
+    names = sorted(s["name"] for s in body["servers"])
+    assert names == [name[:253] + "-1", name[:253] + "-2"]
+    for row in body["servers"]:
+        api.wait_for_server_status(row["id"], "ACTIVE")
+        api.delete_server(row["id"])
+        api.wait_for_server_deleted(row["id"])

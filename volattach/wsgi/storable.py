@@ -17,13 +17,23 @@ it.  So such a string is refused before it reaches a query:
   one is the 404 of that resource (an id that no stored object can have),
   built by the service's table ``{route parameter: factory(value, params,
   req)}``.  Percent-encoded bytes that are not UTF-8 reach us as U+FFFD,
-  never as surrogates, so only the NUL needs checking there.
+  never as surrogates, so only the NUL needs checking there;
+- ``type_in_range``: the ``type`` keyword of the body validators of both
+  services: where a schema allows an integer, an integer (or a string of
+  digits) outside a PostgreSQL ``integer`` column (signed 32 bits) fails
+  as ``maximum``/``minimum`` would (SQLite takes 64 bits, and Python
+  integers beyond them overflow its driver).
 """
+import re
 import urllib.parse
+
+import jsonschema
 
 from volattach import exception
 
 NUL = "\x00"
+INT_MIN, INT_MAX = -2 ** 31, 2 ** 31 - 1
+_INTEGER_TEXT = re.compile(r"\s*[-+]?[0-9]+\s*\Z")
 
 
 def bad_text(value):
@@ -94,14 +104,53 @@ def check_document(document, is_body=True):
                 % (printable(path[0]), printable(value), describe(value)))
 
 
+def type_in_range(base):
+    """A ``type`` keyword function: ``base``'s check, then the range of
+    an integer where the schema's type allows integers."""
+    def check(validator, types, instance, schema):
+        errors = list(base(validator, types, instance, schema))
+        if errors:
+            yield from errors
+            return
+        allowed = [types] if isinstance(types, str) else types
+        if "integer" not in allowed or isinstance(instance, bool):
+            return
+        if isinstance(instance, int):
+            number = instance
+        elif isinstance(instance, str) and _INTEGER_TEXT.match(instance):
+            number = int(instance)
+        else:
+            return
+        if number > INT_MAX:
+            yield jsonschema.ValidationError(
+                "%s is greater than the maximum of %d" % (instance, INT_MAX))
+        elif number < INT_MIN:
+            yield jsonschema.ValidationError(
+                "%s is less than the minimum of %d" % (instance, INT_MIN))
+    return check
+
+
+def integer_id(value):
+    """Whether ``value`` may be the id of an integer primary key: an
+    integer text within a database integer column (anything else is no
+    stored row, and a Python integer beyond 64 bits overflows SQLite's
+    driver)."""
+    if not _INTEGER_TEXT.match(value):
+        return True        # not a number: the handler's own 404
+    return INT_MIN <= int(value) <= INT_MAX
+
+
 class PathAndQuery:
     """falcon middleware (see the module docstring).  ``not_found``:
     ``{route parameter: factory(value, params, req) -> NotFound}``; a
-    parameter not in it gets ``exception.NotFound``.  List it after the
-    middleware that takes ``project_id`` out of the route parameters."""
+    parameter not in it gets ``exception.NotFound``.  ``valid``: ``{route
+    parameter: predicate}``, more that no stored id can be (e.g. a number
+    beyond the id column).  List it after the middleware that takes
+    ``project_id`` out of the route parameters."""
 
-    def __init__(self, not_found):
+    def __init__(self, not_found, valid=None):
         self.not_found = not_found
+        self.valid = valid or {}
 
     def process_request(self, req, resp):
         if "%00" not in req.query_string and NUL not in req.query_string:
@@ -116,7 +165,10 @@ class PathAndQuery:
 
     def process_resource(self, req, resp, resource, params):
         for name, value in params.items():
-            if isinstance(value, str) and NUL in value:
+            if not isinstance(value, str):
+                continue
+            check = self.valid.get(name)
+            if NUL in value or (check is not None and not check(value)):
                 factory = self.not_found.get(name)
                 if factory is None:
                     raise exception.NotFound()

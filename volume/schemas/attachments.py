@@ -2,6 +2,14 @@
 import copy
 
 _uuid = {"type": "string", "format": "uuid"}
+# What of a connector the database keeps: its keys (attachment specs),
+# ``host`` and ``mountpoint`` in columns of 255 characters.
+CONNECTOR_FIELDS = {
+    "propertyNames": {"maxLength": 255},
+    "properties": {"host": {"type": ["string", "null"], "maxLength": 255},
+                   "mountpoint": {"type": ["string", "null"],
+                                  "maxLength": 255}},
+}
 
 # 3.27: reserve (no connector) or reserve + connect.
 create = {
@@ -11,7 +19,8 @@ create = {
             "type": "object",
             "properties": {
                 "instance_uuid": _uuid,
-                "connector": {"type": ["object", "null"]},
+                "connector": dict(CONNECTOR_FIELDS,
+                                  type=["object", "null"]),
                 "volume_uuid": _uuid,
             },
             "required": ["volume_uuid"],
@@ -33,7 +42,8 @@ update = {
         "attachment": {
             "type": "object",
             "properties": {
-                "connector": {"type": "object", "minProperties": 1},
+                "connector": dict(CONNECTOR_FIELDS, type="object",
+                                  minProperties=1),
             },
             "required": ["connector"],
             "additionalProperties": False,

@@ -1,4 +1,5 @@
 """Request bodies of /volumes and /volumes/{id}/action."""
+from volattach.volume.schemas import attachments
 
 _boolean = {"type": ["boolean", "string"],
             "enum": [True, False, "True", "true", "TRUE", "False", "false",
@@ -12,7 +13,7 @@ _size = {"type": ["integer", "string"], "pattern": "^[0-9]+$", "minimum": 1,
 _uuid = {"type": "string", "format": "uuid"}
 _metadata = {"type": ["object", "null"],
              "additionalProperties": {"type": "string", "maxLength": 255}}
-_connector = {"type": "object"}
+_connector = dict(attachments.CONNECTOR_FIELDS, type="object")
 
 
 def _action(name, properties=None, required=(), nullable=False):
@@ -82,10 +83,11 @@ reset_status = {
         "os-reset_status": {
             "type": "object",
             "properties": {
-                "status": {"type": "string"},
+                "status": {"type": "string", "maxLength": 255},
                 "attach_status": {"type": "string",
                                   "enum": ["attached", "detached"]},
-                "migration_status": {"type": "string"},
+                # the 255 characters of the migration_status column
+                "migration_status": {"type": "string", "maxLength": 255},
             },
             "additionalProperties": False,
         },
