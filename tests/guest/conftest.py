@@ -322,14 +322,16 @@ class LibvirtHosts:
 
 
 @contextlib.contextmanager
-def libvirt_daemons(work, image_dir, image, libvirts=("main", "peer")):
+def libvirt_daemons(work, image_dir, image, libvirts=("main", "peer"),
+                    volume_overrides=None):
     """The real daemons over RabbitMQ and PostgreSQL (the integration
     harness's ``running_deployment`` in ``work``) with the libvirt driver
     and the file volume backend, compute<i> on the libvirt named by
     ``libvirts[i-1]``: "main" (tools/start-libvirt.sh) or "peer"
     (tools/start-libvirt-peer.sh), each with an instance directory of its
-    own.  Yields a LibvirtHosts; deletes its servers and stops its storage
-    daemon at the end."""
+    own.  ``volume_overrides``: the volume service's options instead of
+    the file backend's ({group: {option: value}}).  Yields a LibvirtHosts;
+    deletes its servers and stops its storage daemon at the end."""
     main, peer = libvirt_uris()
     uris = {"compute%d" % (i + 1): {"main": main, "peer": peer}[which]
             for i, which in enumerate(libvirts)}
@@ -350,9 +352,10 @@ def libvirt_daemons(work, image_dir, image, libvirts=("main", "peer")):
         for name, script in (("conductor", "volattach-conductor"),
                              ("api", "volattach-api")):
             dep.add_daemon(name, script, overrides=common)
-        dep.add_daemon("volume", "volattach-volume", overrides={
-            "volume": {"backend": "file", "backend_name": "file",
-                       "export_port": _free_port()}})
+        dep.add_daemon("volume", "volattach-volume", overrides=(
+            volume_overrides or {
+                "volume": {"backend": "file", "backend_name": "file",
+                           "export_port": _free_port()}}))
         for host, uri in uris.items():
             dep.add_daemon(host, "volattach-compute", overrides={
                 "compute": {"host": host, "virt_driver": "libvirt"},

@@ -1,6 +1,7 @@
 """Real guests on Ceph RBD volumes: volattach-all with the libvirt driver
 and the ``rbd`` volume backend on the single-node cluster of
-tools/start-ceph.sh.
+tools/start-ceph.sh, then the real daemons over RabbitMQ and PostgreSQL
+for a live migration between two libvirt daemons.
 
 A multiattach volume is attached read-write to guest A and read-only to
 guest B: A writes and reads back, B reads A's data and cannot write (QEMU's
@@ -8,7 +9,8 @@ flag, and under it a cephx identity whose writes the cluster refuses);
 the disks are QEMU's own rbd clients with the cephx secret the compute
 defined in libvirt from Ceph's keyring.  After the detaches no watcher is
 left on the image.  A read-only attach whose keyring is missing fails
-cleanly and names the file.
+cleanly and names the file.  A guest with an rw and an ro rbd volume
+moves to the peer libvirt, whose compute defines the secrets there.
 
 Needs what the guest tier needs, and a running Ceph
 (tools/start-ceph.sh): without it the tests skip, except under CI
@@ -132,14 +134,15 @@ def _detach(api, guest, volume_id):
     api.wait_for_volume_attachment_gone(guest.id, volume_id)
 
 
-def _virsh(*args):
-    return subprocess.run(["virsh", "-c", "qemu:///system"] + list(args),
+def _virsh(*args, uri="qemu:///system"):
+    return subprocess.run(["virsh", "-c", uri] + list(args),
                           check=True, capture_output=True, text=True).stdout
 
 
-def _live_disk(guest, volume_id):
+def _live_disk(guest, volume_id, uri="qemu:///system"):
     """The <disk> of ``volume_id`` in the guest's live libvirt XML."""
-    root = ET.fromstring(_virsh("dumpxml", "volattach-%s" % guest.id))
+    root = ET.fromstring(_virsh("dumpxml", "volattach-%s" % guest.id,
+                                uri=uri))
     for disk in root.findall("./devices/disk"):
         if disk.findtext("serial") == volume_id:
             return disk
@@ -154,7 +157,7 @@ def _keyring_key(user):
     raise AssertionError("no key of client.%s" % user)
 
 
-def _check_auth(disk, volume_id, user):
+def _check_auth(disk, volume_id, user, uri="qemu:///system"):
     """QEMU opens ``pool/volume-<id>`` as ``user`` with the libvirt
     secret the compute defined from the user's keyring (QEMU as root
     would also find the keyring itself: the live XML must say)."""
@@ -167,7 +170,7 @@ def _check_auth(disk, volume_id, user):
     assert auth is not None and auth.get("username") == user
     secret = auth.find("secret")
     assert secret.get("type") == "ceph"
-    value = _virsh("secret-get-value", secret.get("uuid")).strip()
+    value = _virsh("secret-get-value", secret.get("uuid"), uri=uri).strip()
     assert base64.b64decode(value) == base64.b64decode(_keyring_key(user))
 
 
@@ -291,3 +294,85 @@ def test_missing_keyring_fails_the_attach_cleanly(rbd_api, rbd_volumes,
         assert _watchers(volume_id) == []
     finally:
         os.rename(saved, keyring)
+
+
+def _secrets(uri):
+    """{uuid: usage} of the libvirt secrets at ``uri``."""
+    lines = _virsh("secret-list", uri=uri).splitlines()[2:]
+    return {line.split()[0]: line.split(None, 1)[1]
+            for line in lines if line.strip()}
+
+
+@pytest.fixture(scope="module")
+def rbd_hosts(image_id, tmp_path_factory):
+    reason = ceph_unavailable()
+    if reason:
+        guest_env._unavailable(reason)
+    image_dir, image = image_id
+    with guest_env.libvirt_daemons(
+            str(tmp_path_factory.mktemp("rbd-live-migration")), image_dir,
+            image, volume_overrides={
+                "volume": {"backend": "rbd", "backend_name": "rbd"},
+                "rbd": {"rbd_pool": POOL, "rbd_user": RBD_USER}}) as hosts:
+        yield hosts
+
+
+def test_live_migration_defines_the_secrets_on_the_destination(rbd_hosts):
+    hosts = rbd_hosts
+    api, volumes = hosts.api, hosts.volumes
+    peer = hosts.uris["compute2"]
+    # the destination's libvirt starts without the secrets of these users
+    for uuid_, usage in _secrets(peer).items():
+        if "client.%s " % RBD_USER in usage or READONLY_USER in usage:
+            _virsh("secret-undefine", uuid_, uri=peer)
+    code, body, _ = api.create_server(
+        name="rbd-lm", image_ref=hosts.image, flavor_ref="1",
+        availability_zone="nova:compute1")
+    assert code == 202, (code, body)
+    server_id = body["server"]["id"]
+    made = []
+    try:
+        api.wait_for_server_status(server_id, "ACTIVE", timeout=guest_env.WAIT)
+        guest = hosts.guest(server_id, "compute1")
+        guest.wait_for("VA-READY", timeout=guest_env.BOOT_TIMEOUT)
+        for _ in range(2):
+            code, body, _ = volumes.create_volume(size=1)
+            assert code == 202, (code, body)
+            made.append(body["volume"]["id"])
+            volumes.wait_for_volume_status(made[-1], "available")
+        rw, ro = made
+        dev_rw = _attach(api, volumes, guest, rw, "rw")[0]
+        dev_ro = _attach(api, volumes, guest, ro, "ro")[0]
+        status, out = guest.run(
+            "echo %s | dd of=/dev/%s bs=512 seek=%d count=1 conv=sync && "
+            "sync" % (PATTERN, dev_rw, OFFSET))
+        assert status == 0, out
+
+        moved = api.live_migrate(server_id, "compute2",
+                                 timeout=guest_env.WAIT)
+        assert moved["OS-EXT-SRV-ATTR:host"] == "compute2", moved
+        guest = hosts.guest(server_id, "compute2")
+        _check_auth(_live_disk(guest, rw, uri=peer), rw, RBD_USER, uri=peer)
+        _check_auth(_live_disk(guest, ro, uri=peer), ro, READONLY_USER,
+                    uri=peer)
+        status, out = guest.run(
+            "blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d "
+            "count=1 2>/dev/null | head -c %d"
+            % (dev_rw, dev_rw, OFFSET, len(PATTERN)))
+        assert status == 0 and PATTERN in out, out
+        status, out = guest.run("echo x | dd of=/dev/%s bs=512 seek=%d "
+                                "count=1 conv=sync" % (dev_ro, OFFSET))
+        assert status != 0 and "Operation not permitted" in out, out
+        # one watcher each: the destination's QEMU, the source's is gone
+        assert len(_watchers(rw)) == len(_watchers(ro)) == 1
+
+        for volume_id in (rw, ro):
+            _detach(api, guest, volume_id)
+            volumes.wait_for_volume_status(volume_id, "available")
+            assert _watchers(volume_id) == []
+    finally:
+        api.delete_server(server_id)
+        api.wait_for_server_deleted(server_id, timeout=guest_env.WAIT)
+        for volume_id in made:
+            volumes.delete_volume(volume_id)
+            volumes.wait_for_volume_deleted(volume_id)
