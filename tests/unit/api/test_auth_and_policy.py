@@ -157,3 +157,28 @@ def test_keystone_strategy_refuses_a_request_without_token(facade):
         'Keystone uri="http://keystone.invalid/v3"'
     assert result.headers["x-openstack-request-id"].startswith("req-")
     assert not facade.calls
+
+
+@pytest.mark.parametrize("middleware,headers", [
+    (auth.NoAuth, {"X-Auth-Token": "bob:p2"}),
+    (auth.KeystoneContext, {"X-User-Id": "bob", "X-Project-Id": "p2"}),
+])
+def test_the_context_replaces_a_stale_one_in_the_thread_store(middleware,
+                                                              headers):
+    # what oslo.log reads to name the request of a line
+    from oslo_context import context as oslo_context
+    volattach_context.from_noauth_token("alice:p1", request_id="req-stale")
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b""]
+
+    environ_extra = {"openstack.request_id": "req-new"}
+    try:
+        client = falcon.testing.TestClient(middleware(app))
+        client.simulate_get("/v2.1/servers", headers=headers,
+                            extras=environ_extra)
+        current = oslo_context.get_current()
+        assert (current.user_id, current.request_id) == ("bob", "req-new")
+    finally:
+        volattach_context.clear_current()

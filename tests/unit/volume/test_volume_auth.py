@@ -77,3 +77,24 @@ def test_keystone_unconfirmed_is_401(headers):
     r = client("keystone").simulate_get("/v3/things", headers=headers)
     assert r.status_code == 401
     assert r.json["unauthorized"]["code"] == 401
+
+
+@pytest.mark.parametrize("strategy,headers", [
+    ("noauth", {"X-Auth-Token": "bob:p2"}),
+    ("keystone", {"X-Identity-Status": "Confirmed", "X-User-Id": "bob",
+                  "X-Project-Id": "p2"}),
+])
+def test_the_context_replaces_a_stale_one_in_the_thread_store(strategy,
+                                                              headers):
+    # what oslo.log reads to name the request of a line
+    from oslo_context import context as oslo_context
+    from volattach import context as volattach_context
+    volattach_context.from_noauth_token("alice:p1", request_id="req-stale")
+    try:
+        r = client(strategy).simulate_get("/v3/p2/things", headers=headers)
+        assert r.status_code == 200
+        current = oslo_context.get_current()
+        assert (current.user_id, current.request_id) == (
+            "bob", r.headers["x-openstack-request-id"])
+    finally:
+        volattach_context.clear_current()
