@@ -155,3 +155,17 @@ def test_fake_portal_follows_my_ip_for_a_wildcard_listen(listen, portal):
     conf = _conf(backend="fake", listen=listen)
     conf.set_override("my_ip", "10.250.0.7")
     assert backend_mod.load_backend(conf, "vhost").portal == portal
+
+
+def test_volattach_volume_refuses_to_start_naming_the_option(tmp_path):
+    config = tmp_path / "volattach.conf"
+    config.write_text("[DEFAULT]\nstate_path = %s\n[volume]\nbackend = file\n"
+                      "export_host = 10.250.0.1\nauth_strategy = keystone\n"
+                      % tmp_path)
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "volattach-volume"),
+         "--config-file", str(config)],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "[volume] allow_insecure_nbd" in proc.stderr
+    assert not (tmp_path / "volume.sqlite").exists()      # nothing started
