@@ -1,5 +1,17 @@
 """What the compute database's query modules share: the ``Database`` they
-run through, row conversion, and the Core tables."""
+run through, row conversion, the Core tables, and the text comparisons
+that give the same answer on SQLite and on PostgreSQL:
+
+- ``binary(column)``: a text column ordered by its code points (SQLite's
+  BINARY, PostgreSQL's "C" collation, whatever the cluster's locale);
+- ``contains(column, text)``: whether ``text`` occurs in the column, case
+  sensitive, no wildcards (SQLite's LIKE ignores ASCII case, PostgreSQL's
+  does not, and both read ``%`` and ``_``).
+"""
+from sqlalchemy import Boolean
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql import functions
+
 from volattach.db.core import engine as core_engine
 from volattach.db import engine as db_engine
 from volattach.db import models
@@ -10,6 +22,43 @@ SERVICES = models.Service.__table__
 FLAVORS = models.Flavor.__table__
 ACTIONS = models.InstanceAction.__table__
 EVENTS = models.InstanceActionEvent.__table__
+
+
+class binary(functions.FunctionElement):
+    """``binary(column)``: order by code points on either database."""
+    inherit_cache = True
+    name = "binary"
+
+
+@compiles(binary)
+def _binary(element, compiler, **kw):
+    return compiler.process(element.clauses, **kw)   # SQLite: BINARY
+
+
+@compiles(binary, "postgresql")
+def _binary_postgresql(element, compiler, **kw):
+    return '(%s) COLLATE "C"' % compiler.process(element.clauses, **kw)
+
+
+class contains(functions.FunctionElement):
+    """``contains(column, text)``: a case-sensitive substring test."""
+    inherit_cache = True
+    name = "contains"
+    type = Boolean()
+
+
+@compiles(contains)
+def _contains(element, compiler, **kw):
+    column, text = list(element.clauses)
+    return "(instr(%s, %s) > 0)" % (compiler.process(column, **kw),
+                                    compiler.process(text, **kw))
+
+
+@compiles(contains, "postgresql")
+def _contains_postgresql(element, compiler, **kw):
+    column, text = list(element.clauses)
+    return "(strpos(%s, %s) > 0)" % (compiler.process(column, **kw),
+                                     compiler.process(text, **kw))
 
 
 def now():

@@ -1,6 +1,7 @@
 """Queries of the compute database's ``instances`` table (with their block
 device mappings where one request reads both)."""
 import json
+import re
 
 from sqlalchemy import LABEL_STYLE_TABLENAME_PLUS_COL, bindparam, func, select, update
 
@@ -107,15 +108,10 @@ def instance_get_all(filters=None, limit=None, marker=None, sort_dir="desc"):
                 q = q.where(getattr(models.Instance, key) == filters[key])
         if filters.get("uuids") is not None:
             q = q.where(models.Instance.uuid.in_(filters["uuids"]))
-        if filters.get("name"):
-            # a regular expression, searched as Nova does (REGEXP on
-            # SQLite through Python's re, ~ on PostgreSQL)
-            q = q.where(models.Instance.display_name.regexp_match(
-                filters["name"]))
         if filters.get("flavorid") is not None:
-            q = q.where(models.Instance.flavor.contains(
-                '"flavorid": %s' % json.dumps(filters["flavorid"]),
-                autoescape=True))
+            q = q.where(c.contains(models.Instance.flavor,
+                                   '"flavorid": %s'
+                                   % json.dumps(filters["flavorid"])))
         if filters.get("image_ref") is not None:
             q = q.where(models.Instance.image_ref == filters["image_ref"])
         if filters.get("changes-since") is not None:
@@ -142,9 +138,21 @@ def instance_get_all(filters=None, limit=None, marker=None, sort_dir="desc"):
                             ((models.Instance.created_at == mrow.created_at) &
                              (models.Instance.id > mrow.id)))
         q = q.order_by(*order)
-        if limit:
-            q = q.limit(limit)
-        return [c.row_dict(r) for r in s.scalars(q)]
+        if not filters.get("name"):
+            if limit:
+                q = q.limit(limit)
+            return [c.row_dict(r) for r in s.scalars(q)]
+        # the name is a regular expression searched as Nova does, by
+        # Python's re on either database: PostgreSQL's ~ has a syntax of
+        # its own and refused some of Python's (500)
+        name = re.compile(filters["name"])
+        rows = []
+        for row in s.scalars(q.execution_options(yield_per=200)):
+            if row.display_name is not None and name.search(row.display_name):
+                rows.append(c.row_dict(row))
+                if limit and len(rows) >= limit:
+                    break
+        return rows
     return c.orm_read(get_all)
 
 

@@ -35,7 +35,7 @@ def key_pair_get(user_id, name):
 
 def key_pair_get_all_by_user(user_id):
     return c.read(select(KEY_PAIRS).where(KEY_PAIRS.c.user_id == user_id)
-                  .order_by(KEY_PAIRS.c.name))
+                  .order_by(c.binary(KEY_PAIRS.c.name)))
 
 
 def key_pair_destroy(user_id, name):

@@ -6,24 +6,54 @@ Cinder's 4xx, never a 500, and leave nothing behind.  The first two tests
 are the 500s of issue 25."""
 import contextlib
 import json
+import urllib.parse
+import uuid
+
+import sqlalchemy as sa
 
 import pytest
 
-from tests import db_fixtures
 from tests import utils
 from tests.integration import client as clients
 
 MISSING = "00000000-0000-4000-8000-000000000000"
 
 
+@contextlib.contextmanager
+def _icu_database(base_url):
+    """A fresh database next to ``base_url`` that sorts text as a
+    production cluster in an English locale does (ICU ``en-US``: ``a`` <
+    ``b`` < ``B``), not by code points as the test cluster's C locale."""
+    name = "va_" + uuid.uuid4().hex[:12]
+    admin = sa.create_engine(sa.make_url(base_url).set(
+        database="postgres").render_as_string(hide_password=False),
+        isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(
+            "CREATE DATABASE \"%s\" TEMPLATE template0 LOCALE_PROVIDER icu "
+            "ICU_LOCALE 'en-US' LOCALE 'C'" % name))
+    try:
+        yield sa.make_url(base_url).set(database=name).render_as_string(
+            hide_password=False)
+    finally:
+        from volattach.db import engine as db_engine
+        db_engine.dispose_all()
+        with admin.connect() as conn:
+            conn.execute(sa.text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = :n AND pid <> pg_backend_pid()"), {"n": name})
+            conn.execute(sa.text('DROP DATABASE IF EXISTS "%s"' % name))
+        admin.dispose()
+
+
 @pytest.fixture(scope="module")
 def pg_databases(request):
     """Fresh compute and volume databases on PostgreSQL
-    (``VOLATTACH_TEST_PG_URL``), the module's ``CONF_OVERRIDES``."""
+    (``VOLATTACH_TEST_PG_URL``, an English collation), the module's
+    ``CONF_OVERRIDES``."""
     base = utils.require_env(utils.PG_URL_ENV, "the PostgreSQL input tests")
     with contextlib.ExitStack() as stack:
-        urls = [stack.enter_context(db_fixtures.fresh_postgres_database(base))
-                for _ in range(2)]
+        urls = [stack.enter_context(_icu_database(base)) for _ in range(2)]
         request.module.CONF_OVERRIDES = {("database", "connection"): urls[0],
                                          ("volume", "connection"): urls[1]}
         yield urls
@@ -273,3 +303,24 @@ def test_multi_create_with_a_full_length_name_fits_the_column(api):
         api.wait_for_server_status(row["id"], "ACTIVE")
         api.delete_server(row["id"])
         api.wait_for_server_deleted(row["id"])
+
+
+def test_text_orders_and_filters_as_on_sqlite(api, server):
+    """Keypairs list by code points (``B`` before ``a``), whatever the
+    database's collation; the name filter is Python's regular expression
+    (PostgreSQL's ``~`` refused a named group: 500)."""
+    for name in ("pg-b", "pg-B", "pg-a"):
+        status, answer = _raw(api, "POST", "/os-keypairs",
+                              {"keypair": {"name": name}})
+        assert status == 200, answer
+    status, answer = _raw(api, "GET", "/os-keypairs")
+    names = [k["keypair"]["name"] for k in answer["keypairs"]]
+    assert names == ["pg-B", "pg-a", "pg-b"], names
+    for pattern, found in (("(?P<x>pg-input)", True), ("^pg-in", True),
+                           ("PG-INPUT", False), ("pg.input$", True),
+                           ("(?i)PG-INPUT", True)):
+        status, answer = _raw(api, "GET", "/servers",
+                              query="name=" + urllib.parse.quote(pattern))
+        assert status == 200, (pattern, answer)
+        assert (server in [s["id"] for s in answer["servers"]]) == found, \
+            pattern
