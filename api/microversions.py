@@ -138,8 +138,8 @@ VERSIONS = [
              "shown to every caller"),
     ("2.91", "unshelve to a host (admin)"),
     ("2.92", "keypair generation dropped: " + _NOTHING_HERE),
-    ("2.93", "volume-backed rebuild with another image: still 400 (no "
-             "image service to re-image the volume from)"),
+    ("2.93", "rebuild of a volume-backed server re-images its root volume "
+             "(the volume service's os-reimage)"),
     ("2.94", "FQDN hostnames on create"),
     ("2.95", "evacuate stops the server: " + _NOTHING_HERE),
     ("2.96", "servers: pinned_availability_zone"),

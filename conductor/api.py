@@ -48,8 +48,9 @@ class ComputeTaskAPI:
     def reboot_instance(self, context, instance, reboot_type):
         self.rpcapi.reboot_instance(context, instance, reboot_type)
 
-    def rebuild_instance(self, context, instance):
-        self.rpcapi.rebuild_instance(context, instance)
+    def rebuild_instance(self, context, instance, reimage_image_id=None):
+        self.rpcapi.rebuild_instance(context, instance,
+                                     reimage_image_id=reimage_image_id)
 
     def shelve_instance(self, context, instance, offload):
         self.rpcapi.shelve_instance(context, instance, offload)

@@ -64,7 +64,7 @@ class ConductorManager:
 class ComputeTaskManager:
     """Workflows started by the compute API (one task module each)."""
 
-    target = messaging.Target(namespace="compute_task", version="1.6")
+    target = messaging.Target(namespace="compute_task", version="1.7")
 
     def __init__(self, volume_api=None):
         if volume_api is None:
@@ -137,8 +137,9 @@ class ComputeTaskManager:
     def reboot_instance(self, context, instance, reboot_type):
         self._power.reboot_instance(context, instance, reboot_type)
 
-    def rebuild_instance(self, context, instance):
-        self._rebuild.rebuild_instance(context, instance)
+    def rebuild_instance(self, context, instance, reimage_image_id=None):
+        self._rebuild.rebuild_instance(context, instance,
+                                       reimage_image_id=reimage_image_id)
 
     def shelve_instance(self, context, instance, offload):
         self._shelve.shelve_instance(context, instance, offload)

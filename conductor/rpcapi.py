@@ -19,6 +19,8 @@ version history:
     1.4 - live_migrate_instance (os-migrateLive of servers with volumes)
     1.5 - suspend_instance, resume_instance, reboot_instance
     1.6 - rebuild_instance
+    1.7 - rebuild_instance takes reimage_image_id (a volume-backed server's
+          root volume re-imaged, compute API 2.93)
 
 A caller capped below a method's version gets ConductorTooOld (the API
 answers 503) instead of sending a message the conductor cannot dispatch.
@@ -89,7 +91,7 @@ class ConductorAPI:
 
 
 class ComputeTaskAPI:
-    VERSION = "1.6"
+    VERSION = "1.7"
 
     # The version each method needs (the history above).
     METHOD_VERSIONS = {
@@ -105,6 +107,7 @@ class ComputeTaskAPI:
         "reboot_instance": "1.5",
         "reboot_hard_instance": "1.5",      # the facade's name of a HARD one
         "rebuild_instance": "1.6",
+        "rebuild_instance_reimage": "1.7",  # with reimage_image_id
     }
 
     def __init__(self):
@@ -182,9 +185,14 @@ class ComputeTaskAPI:
         self._prepare("1.5", "reboot_instance").cast(
             ctxt, "reboot_instance", instance=instance, reboot_type=reboot_type)
 
-    def rebuild_instance(self, ctxt, instance):
-        self._prepare("1.6", "rebuild_instance").cast(
-            ctxt, "rebuild_instance", instance=instance)
+    def rebuild_instance(self, ctxt, instance, reimage_image_id=None):
+        if reimage_image_id is None:
+            self._prepare("1.6", "rebuild_instance").cast(
+                ctxt, "rebuild_instance", instance=instance)
+            return
+        self._prepare("1.7", "rebuild_instance_reimage").cast(
+            ctxt, "rebuild_instance", instance=instance,
+            reimage_image_id=reimage_image_id)
 
     def shelve_instance(self, ctxt, instance, offload):
         self._cast_12(ctxt, "shelve_instance", instance=instance, offload=offload)

@@ -290,6 +290,42 @@ class VolumeManager:
                              [states.AVAILABLE])
         self.db.write(extend)
 
+    def volume_reimage(self, ctx, volume_id, image_id, reimage_reserved=False):
+        """os-reimage (3.68): the volume's data becomes the image's.  The
+        volume is available or errored, or reserved with
+        ``reimage_reserved`` (a server's root volume between its old and
+        its new attachment: Nova's rebuild from 2.93), and attached to no
+        more than one server (409).  As for a volume made from an image,
+        only the fake backend can, and no data is copied: the volume
+        records the image (``volume_image_metadata``) and is bootable."""
+        if self.conf.volume.backend != "fake":
+            raise exception.InvalidInput(
+                reason="Re-imaging a volume is not supported by the %s "
+                       "backend." % self.conf.volume.backend)
+        if image_id not in self.conf.volume.images:
+            raise exception.InvalidInput(
+                message="Invalid image identifier or unable to access "
+                        "requested image.")
+        expected = [states.AVAILABLE, states.ERROR]
+        if reimage_reserved:
+            expected.append(states.RESERVED)
+
+        def reimage(conn):
+            vol = db.volume_get(conn, volume_id, _scope(ctx),
+                                for_update=True)
+            if len(db.attachment_list(conn, volume_id=volume_id)) > 1:
+                raise exception.Conflict(
+                    message="Cannot re-image a volume which is attached to "
+                            "more than one server.")
+            if not db.volume_update(conn, volume_id,
+                                    {"image_id": image_id, "bootable": True},
+                                    expected):
+                raise exception.InvalidVolume(
+                    reason="Volume %s status must be %s, but current status "
+                           "is %s." % (volume_id, " or ".join(expected),
+                                       vol["status"]))
+        self.db.write(reimage)
+
     def volume_set_bootable(self, ctx, volume_id, bootable):
         def update(conn):
             db.volume_get(conn, volume_id, _scope(ctx))

@@ -129,15 +129,20 @@ class ServerActionsAPI(base.FacadeBase):
         self._send_action(context, instance, name,
                           self.compute_task_api.reboot_instance, reboot_type)
 
-    def rebuild(self, context, instance, image_ref, changes):
+    def rebuild(self, context, instance, image_ref, changes,
+                reimage_boot_volume=False):
         """rebuild: the guest is re-created from ``image_ref`` on its host,
         its volumes stay attached (same attachments, same host), a stopped
         server stays stopped.  ``changes`` are Instance fields the request
         sets (name, metadata, access IPs, ...), saved with the task state.
-        400 (before anything changes) for an unknown image, an unknown
-        key, or another image for a volume-backed server (Nova before
-        2.93); 409 while locked, in another state, or on a compute older
-        than compute RPC 1.7."""
+        ``reimage_boot_volume`` (2.93): a volume-backed server's root
+        volume is re-imaged with ``image_ref`` (any image, the same one
+        too, as Nova does), by the conductor's ComputeTaskAPI 1.7 (503
+        below).  400 (before anything changes) for an unknown image, an
+        unknown key, or another image for a volume-backed server before
+        2.93; 409 while locked, in another state, on a compute older than
+        compute RPC 1.7, or for a root volume attached to other servers
+        too (it cannot be re-imaged)."""
         from volattach.objects import service as service_obj
         self._check_locked(context, instance)
         self._check_state(instance, "rebuild", SERVER_ACTIONS["rebuild"][0])
@@ -149,10 +154,18 @@ class ServerActionsAPI(base.FacadeBase):
         bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context,
                                                                    instance.uuid)
         root = next((b for b in bdms if b.is_root and b.is_volume), None)
+        reimage_image_id = None
         if root is not None:
             volume = self.volume_api.get(context, root.volume_id)
             current = (volume.get("volume_image_metadata") or {}).get("image_id")
-            if current != image_ref:
+            if reimage_boot_volume:
+                if len(volume.get("attachments") or []) > 1:
+                    raise exception.Conflict(
+                        message="Cannot re-image a volume which is attached "
+                                "to more than one server.")
+                self._check_conductor("rebuild_instance_reimage")
+                reimage_image_id = image_ref
+            elif current != image_ref:
                 raise exception.ImageUnacceptable(
                     image_id=image_ref,
                     reason="Unable to rebuild with a different image for a "
@@ -165,7 +178,8 @@ class ServerActionsAPI(base.FacadeBase):
             setattr(instance, name, value)
         self._start_action(context, instance, "rebuild")
         self._send_action(context, instance, "rebuild",
-                          self.compute_task_api.rebuild_instance)
+                          self.compute_task_api.rebuild_instance,
+                          reimage_image_id=reimage_image_id)
         return instance
 
     def shelve(self, context, instance):

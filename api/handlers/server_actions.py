@@ -136,8 +136,9 @@ class ServerAction(common.Resource):
             if key in value:
                 changes[field] = servers.canonical_ip(value[key])
         admin_pass = value.get("adminPass") or servers.generate_password()
-        instance = self.compute.rebuild(ctx, instance, value["imageRef"],
-                                        changes)
+        instance = self.compute.rebuild(
+            ctx, instance, value["imageRef"], changes,
+            reimage_boot_volume=req.context.microversion.matches("2.93"))
         bdms = self.compute.get_bdms_by_instances(ctx, [instance])
         body = view.updated(req, instance, bdms.get(instance.uuid, []))
         body["server"]["adminPass"] = admin_pass

@@ -9,10 +9,12 @@ import uuid
 import pytest
 from tempest.lib.api_schema.response.compute.v2_54 import servers as v254
 from tempest.lib.api_schema.response.compute.v2_57 import servers as v257
+from tempest.lib.api_schema.response.compute.v2_89 import servers as v289
 from tempest.lib.api_schema.response.compute.v2_100 import servers as v2100
 from tempest.lib.common import rest_client
 
-from tests.functional.test_attach_detach import _new_server
+from tests.functional.test_attach_detach import (_new_boot_volume,
+                                                 _new_server, _new_volume)
 from volattach import context
 from volattach import objects
 from volattach.conf import CONF
@@ -49,6 +51,11 @@ def _show(api, server_id, microversion="2.104"):
                                   microversion=microversion)
     assert status == 200, body
     return body["server"]
+
+
+def _host(server_id):
+    ctx = context.get_admin_context()
+    return objects.Instance.get_by_uuid(ctx, server_id).host
 
 
 def _stored_zone(server_id):
@@ -208,3 +215,156 @@ def test_create_in_a_zone_no_compute_is_in_is_400(api):
     assert body["badRequest"]["message"] == (
         "The requested availability zone is not available")
     assert api.list_servers()[1]["servers"] == before
+
+
+# -- rebuild of a volume-backed server (2.93) ---------------------------------
+
+def _volume_backed_server(api, volumes, deployment, data_volume=True):
+    """A server booted from a volume made from the default image, with a
+    data volume attached (when asked); returns (server, root, data)."""
+    root = _new_boot_volume(volumes)
+    status, body, _ = api.create_server(
+        name="bfv", image_ref="", microversion="2.37",
+        block_device_mapping_v2=[{"boot_index": 0, "uuid": root,
+                                  "source_type": "volume",
+                                  "destination_type": "volume"}])
+    assert status == 202, body
+    server_id = body["server"]["id"]
+    api.wait_for_server_status(server_id, "ACTIVE")
+    data = None
+    if data_volume:
+        data = _new_volume(volumes)
+        assert api.attach_volume(server_id, data,
+                                 microversion="2.20")[0] == 200
+        volumes.wait_for_volume_status(data, "in-use")
+    return server_id, root, data
+
+
+def _image_of(volumes, volume_id):
+    volume = volumes.show_volume(volume_id)[1]["volume"]
+    return (volume.get("volume_image_metadata") or {}).get("image_id")
+
+
+def _attachments(volumes, volume_id):
+    return volumes.list_attachments(volume_id=volume_id)[1]["attachments"]
+
+
+def test_rebuild_of_a_volume_backed_server_reimages_its_root(api, volumes,
+                                                            deployment):
+    """tempest's ServerActionsV293TestJSON.test_rebuild_volume_backed_server
+    without its ssh step: the root volume keeps its id and gets the new
+    image, through a new attachment; the data volume stays attached."""
+    server_id, root, data = _volume_backed_server(api, volumes, deployment)
+    assert _image_of(volumes, root) == CONF.compute.fake_images[0]
+    old_root = _attachments(volumes, root)
+    old_data = _attachments(volumes, data)
+    assert len(old_root) == 1
+
+    status, body, headers = _rebuild(
+        api, server_id, "2.93", name="rebuilt", metadata={"rebuild": "server"},
+        adminPass="rebuildPassw0rd")
+    assert status == 202, body
+    server = body["server"]
+    assert (server["id"], server["image"], server["name"],
+            server["adminPass"]) == (server_id, "", "rebuilt",
+                                     "rebuildPassw0rd")
+    _tempest_check(v289.rebuild_server_with_admin_pass, status, body,
+                   headers)
+    server = api.wait_for_server_status(server_id, "ACTIVE")
+    assert [v["id"] for v in
+            server["os-extended-volumes:volumes_attached"]] == [root, data]
+    assert _image_of(volumes, root) == IMAGE_ALT
+    new_root = _attachments(volumes, root)
+    assert len(new_root) == 1 and new_root[0]["id"] != old_root[0]["id"]
+    assert new_root[0]["status"] == "attached"
+    assert volumes.show_volume(root)[1]["volume"]["status"] == "in-use"
+    assert _attachments(volumes, data) == old_data      # not moved
+    guest = deployment.computes[_host(server_id)].driver.guests[
+        server_id]
+    assert guest["power"] == "running"
+    devices = [a["device"] for a in api.list_volume_attachments(
+        server_id)[1]["volumeAttachments"]]
+    assert set(devices) <= set(guest["devices"])        # both plugged in
+    ctx = context.get_admin_context()
+    bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(ctx, server_id)
+    root_bdm = next(b for b in bdms if b.volume_id == root)
+    assert root_bdm.attachment_id == new_root[0]["id"]
+    assert root_bdm.connection_info
+
+    # the same image again re-images too (Nova from 2.93); stopped stays so
+    assert api.request("POST", "/servers/%s/action" % server_id,
+                       {"os-stop": None})[0] == 202
+    api.wait_for_server_status(server_id, "SHUTOFF")
+    status, body, _ = _rebuild(api, server_id, "2.93", imageRef=IMAGE_ALT)
+    assert status == 202, body
+    api.wait_for_server_status(server_id, "SHUTOFF")
+    assert _attachments(volumes, root)[0]["id"] != new_root[0]["id"]
+    again = deployment.computes[_host(server_id)].driver.guests[server_id]
+    assert again is not guest and again["power"] == "shutdown"
+
+
+@pytest.mark.parametrize("microversion,image,code", [
+    ("2.92", IMAGE_ALT, 400),       # another image before 2.93
+    ("2.93", "8a3c1e1c-0000-4000-8000-000000000000", 400),  # unknown image
+])
+def test_refused_volume_backed_rebuilds_change_nothing(api, volumes,
+                                                      deployment,
+                                                      microversion, image,
+                                                      code):
+    server_id, root, _ = _volume_backed_server(api, volumes, deployment,
+                                               data_volume=False)
+    before = _attachments(volumes, root)
+    status, body, _ = _rebuild(api, server_id, microversion, imageRef=image)
+    assert status == code, body
+    assert _show(api, server_id)["OS-EXT-STS:task_state"] is None
+    assert _attachments(volumes, root) == before
+    assert _image_of(volumes, root) == CONF.compute.fake_images[0]
+
+
+def test_a_root_volume_on_two_servers_is_not_reimaged(api, volumes,
+                                                      volumes_admin,
+                                                      deployment):
+    status, body, _ = volumes_admin.create_volume_type(
+        "ma-%s" % uuid.uuid4().hex[:6], extra_specs={"multiattach": "<is> True"})
+    assert status == 200, body
+    root = _new_boot_volume(volumes, volume_type=body["volume_type"]["id"])
+    servers = []
+    for name in ("one", "two"):
+        status, body, _ = api.create_server(
+            name=name, image_ref="", microversion="2.60",
+            block_device_mapping_v2=[{"boot_index": 0, "uuid": root,
+                                      "source_type": "volume",
+                                      "destination_type": "volume"}])
+        assert status == 202, body
+        servers.append(body["server"]["id"])
+        api.wait_for_server_status(servers[-1], "ACTIVE")
+    before = _attachments(volumes, root)
+    status, body, _ = _rebuild(api, servers[0], "2.93")
+    assert status == 409, body
+    assert "more than one server" in body["conflictingRequest"]["message"]
+    assert _attachments(volumes, root) == before
+    assert _show(api, servers[0])["OS-EXT-STS:task_state"] is None
+
+
+def test_a_failed_reimage_leaves_the_server_in_error_and_no_attachment(
+        api, volumes, deployment):
+    server_id, root, data = _volume_backed_server(api, volumes, deployment)
+    # the volume service cannot re-image with this image
+    CONF.set_override("images", [CONF.compute.fake_images[0]], group="volume")
+    try:
+        assert _rebuild(api, server_id, "2.93")[0] == 202
+        api.wait_for_server_status(server_id, "ERROR")
+    finally:
+        CONF.clear_override("images", group="volume")
+    assert _image_of(volumes, root) == CONF.compute.fake_images[0]
+    # the root volume keeps one attachment, the one its record names
+    rows = _attachments(volumes, root)
+    ctx = context.get_admin_context()
+    bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(ctx, server_id)
+    assert [r["id"] for r in rows] == [
+        next(b for b in bdms if b.volume_id == root).attachment_id]
+    # a delete releases both volumes
+    assert api.delete_server(server_id)[0] == 204
+    api.wait_for_server_deleted(server_id, timeout=30)
+    volumes.wait_for_volume_status(root, "available")
+    volumes.wait_for_volume_status(data, "available")

@@ -8,7 +8,8 @@ migration (``os-migrate_volume_completion`` is the compute side's call
 back after a swap).  Status codes
 as Cinder's: 202, but 200 for os-initialize_connection (with its
 ``connection_info``), os-migrate_volume_completion (``save_volume_id``)
-and os-set_bootable.
+and os-set_bootable.  ``os-reimage`` (3.68) re-images a volume, Nova's
+rebuild of a volume-backed server from compute 2.93.
 """
 import falcon
 from oslo_utils import strutils
@@ -16,9 +17,13 @@ from oslo_utils import strutils
 from volattach import exception
 from volattach.volume import states
 from volattach.volume import validation
-from volattach.volume.handlers import context
+from volattach.volume import microversion as mv
+from volattach.volume.handlers import context, version
 from volattach.volume.handlers.volumes import checked_size
 from volattach.volume.schemas import volumes as schemas
+
+
+REIMAGE_VERSION = mv.Version(3, 68)
 
 
 class Action:
@@ -28,6 +33,7 @@ class Action:
             "os-update_readonly_flag": self._update_readonly_flag,
             "os-set_bootable": self._set_bootable,
             "os-extend": self._extend,
+            "os-reimage": self._reimage,
             "os-reserve": self._reserve,
             "os-unreserve": self._unreserve,
             "os-initialize_connection": self._initialize_connection,
@@ -78,6 +84,18 @@ class Action:
         validation.validate(schemas.extend, data)
         new_size = checked_size(data["os-extend"]["new_size"], "new_size")
         self.manager.volume_extend(context(req), volume_id, new_size)
+
+    def _reimage(self, req, volume_id, data):
+        # Cinder's os-reimage is 3.68's: before it there is no such action
+        if version(req) < REIMAGE_VERSION:
+            raise exception.InvalidInput(
+                message="There is no such action: os-reimage")
+        validation.validate(schemas.reimage, data)
+        args = data["os-reimage"]
+        self.manager.volume_reimage(
+            context(req), volume_id, args["image_id"],
+            reimage_reserved=strutils.bool_from_string(
+                args.get("reimage_reserved", False), strict=True))
 
     def _reset_status(self, req, volume_id, data):
         validation.validate(schemas.reset_status, data)

@@ -114,6 +114,8 @@ update = {
 }
 
 extend = _action("os-extend", {"new_size": _size}, ["new_size"])
+reimage = _action("os-reimage", {"image_id": _uuid,
+                                 "reimage_reserved": _boolean}, ["image_id"])
 set_bootable = _action("os-set_bootable", {"bootable": _boolean},
                        ["bootable"])
 reserve = {"type": "object", "properties": {"os-reserve": {}},
