@@ -61,6 +61,7 @@ import uuid
 from volattach import objects
 from volattach.db import api as db_api
 from volattach.db.models import utcnow
+from volattach import conf as volattach_conf
 from volattach import context as volattach_context
 from volattach import exception
 
@@ -519,6 +520,20 @@ def _derived_status(attach_statuses):
 
 # -- the periodic pass in the conductor ---------------------------------------
 
+def admin_context(conf=None, request_id=None):
+    """The context of a pass: the service's admin context.  Under ``[cinder]
+    auth_strategy = noauth`` (volattach-all's embedded default) it carries
+    its own noauth token, ``<user>:<project>:<roles>``, as any noauth
+    caller's does; under keystone it has none, and the Cinder client
+    authenticates with the ``[cinder]`` service credentials."""
+    conf = volattach_conf.CONF if conf is None else conf
+    context = volattach_context.get_admin_context(request_id=request_id)
+    if conf.cinder.auth_strategy == "noauth":
+        context.auth_token = "%s:%s:%s" % (context.user_id, context.project_id,
+                                           ",".join(context.roles))
+    return context
+
+
 def is_leader(context, host):
     """Whether this conductor runs the periodic pass: the conductor that is
     up with the lowest service id (a lease on the services table, no extra
@@ -560,7 +575,7 @@ class PeriodicReconciler:
             self.run_once()
 
     def run_once(self):
-        context = volattach_context.get_admin_context()
+        context = admin_context()
         try:
             if not is_leader(context, self.host):
                 LOG.debug("reconcile: another conductor leads")

@@ -16,6 +16,7 @@ from oslo_policy import opts as policy_opts
 from volattach.wsgi import body as wsgi_body
 
 from volattach import embedded_server
+from volattach import listen
 
 CONF = cfg.CONF
 
@@ -125,9 +126,14 @@ api_opts = [
 ]
 
 cinder_opts = [
-    cfg.StrOpt("endpoint", default="http://127.0.0.1:8776/v3",
+    cfg.StrOpt("endpoint",
+               sample_default="http://<[volume] listen>:<[volume] port>/v3",
                help="Block storage (Cinder v3) endpoint, without the "
-                    "project id: the client appends /<project_id>."),
+                    "project id: the client appends /<project_id>. Unset: "
+                    "the volume service of this configuration's [volume] "
+                    "listen and port (loopback for a wildcard listen), "
+                    "which is volattach-all's own; set it wherever the "
+                    "volume service (or Cinder) runs on another host."),
     cfg.StrOpt("auth_strategy", default="keystone",
                choices=[("noauth", "send X-Auth-Token: <user>:<project> of "
                                    "the caller (Cinder's noauth_include_"
@@ -452,6 +458,14 @@ def set_embedded_defaults(conf):
         conf.set_default("auth_strategy", "noauth", group=group)
 
 
+def cinder_endpoint(conf):
+    """``[cinder] endpoint``, or the volume service of this configuration's
+    ``[volume] listen``/``port`` (volattach-all's own)."""
+    if conf.cinder.endpoint:
+        return conf.cinder.endpoint
+    return listen.loopback_url(conf.volume.listen, conf.volume.port, "/v3")
+
+
 def list_opts():
     """The options, for oslo-config-generator (namespace volattach)."""
     result = [(group or "DEFAULT", opts) for group, opts in _GROUPS]
@@ -463,8 +477,19 @@ def list_opts():
     return result + wsgi_body.list_opts()
 
 
-def parse_args(argv, default_config_files=None, conf=CONF):
-    """Parse the command line and config files, and set up logging."""
+def version_string():
+    """volattach's version, from the installed package's metadata."""
+    from importlib import metadata
+    try:
+        return metadata.version("volattach")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def parse_args(argv, default_config_files=None, conf=CONF, description=None):
+    """Parse the command line and config files, and set up logging.
+    ``description``: what ``--help`` says the command is (also
+    ``--version``, from the package's metadata)."""
     logging.set_defaults(default_log_levels=logging.get_default_log_levels() + [
         "oslo.messaging=WARN", "oslo_messaging=WARN", "amqp=WARN",
         "kombu=WARN", "stevedore=WARN", "alembic=WARN",
@@ -472,6 +497,7 @@ def parse_args(argv, default_config_files=None, conf=CONF):
     if default_config_files is None:
         default_config_files = [p for p in ("/etc/volattach/volattach.conf",)
                                 if os.path.exists(p)]
-    conf(argv, project="volattach", default_config_files=default_config_files)
+    conf(argv, project="volattach", default_config_files=default_config_files,
+         version="%(prog)s " + version_string(), description=description)
     logging.setup(conf, "volattach")
     os.makedirs(conf.state_path, exist_ok=True)

@@ -297,10 +297,12 @@ class Server(waitress_server.TcpWSGIServer):
         self.shutdown()
 
 
-def _adjustments(conf, host, port):
+def _adjustments(conf, host, port, sock=None):
     wsgi = conf.wsgi
+    where = {"sockets": [sock]} if sock is not None else {"host": host,
+                                                         "port": port}
     return adjustments.Adjustments(
-        host=host, port=port, threads=wsgi.threads,
+        threads=wsgi.threads, **where,
         # waitress counts its listening socket and its wake-up pipe too
         connection_limit=wsgi.max_connections + 2,
         channel_timeout=int(max(1, wsgi.keepalive_timeout)),
@@ -328,27 +330,36 @@ def _logged(app, logger):
 
 
 def make_server(app, host, port, conf=None, name="wsgi", server_class=Server,
-                access_log=None):
+                access_log=None, sock=None):
     """A bound, listening server for ``app`` (port 0: any free port); run
-    it with ``server.run()``."""
+    it with ``server.run()``.  ``sock``: a socket already bound and
+    listening (``volattach.listen.bind``) to serve instead of binding
+    ``host``:``port``."""
     if conf is None:
         from volattach import conf as volattach_conf
         conf = volattach_conf.CONF
     if access_log is not None:
         app = _logged(app, access_log)
-    adj = _adjustments(conf, host, port)
-    server = server_class(app, map={}, adj=adj, sockinfo=adj.listen[0])
+    adj = _adjustments(conf, host, port, sock)
+    if sock is not None:
+        # what waitress's create_server does with adj.sockets
+        server = server_class(
+            app, map={}, _sock=sock, adj=adj, bind_socket=False,
+            sockinfo=(sock.family, sock.type, sock.proto, sock.getsockname()))
+    else:
+        server = server_class(app, map={}, adj=adj, sockinfo=adj.listen[0])
     server.header_timeout = conf.wsgi.header_timeout
     server.name = name
     return server
 
 
 def serve_in_thread(app, host, port, name="wsgi", conf=None,
-                    server_class=Server, access_log=None):
+                    server_class=Server, access_log=None, sock=None):
     """Serve ``app`` from a daemon thread of this process; returns the
     server (``server.thread``, ``server.port``, ``server.shutdown()``)."""
     server = make_server(app, host, port, conf=conf, name=name,
-                         server_class=server_class, access_log=access_log)
+                         server_class=server_class, access_log=access_log,
+                         sock=sock)
     thread = threading.Thread(target=server.run, name=name, daemon=True)
     server.thread = thread
     thread.start()

@@ -11,7 +11,10 @@ and the conductor make several calls per attachment to the volume service.
 Everything that shares one process (``volattach-all``, the functional tests)
 serves with ``volattach.embedded_server`` instead.
 """
+import socket
+
 from gunicorn.app.base import BaseApplication
+
 
 class _Application(BaseApplication):
 
@@ -59,7 +62,14 @@ def gunicorn_options(bind, workers=1, threads=1, timeout=120, keepalive=60):
 
 def run(app_uri, bind, workers=1, threads=1, timeout=120, keepalive=60,
         extra=None):
-    """Run gunicorn in the foreground until it is told to stop."""
+    """Run gunicorn in the foreground until it is told to stop.  ``bind``:
+    gunicorn's address, or a socket already bound and listening
+    (``volattach.listen.bind``), which gunicorn then takes over
+    (``fd://``)."""
+    if isinstance(bind, socket.socket):
+        # gunicorn closes the descriptor once it has its own copy: this
+        # process gives the socket up (detach) instead of closing it later
+        bind = "fd://%d" % bind.detach()
     options = gunicorn_options(bind, workers, threads, timeout, keepalive)
     options.update(extra or {})
     _Application(app_uri, options).run()

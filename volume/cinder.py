@@ -63,7 +63,6 @@ VOLUME_MV = "3.48"       # volume view with shared_targets and service_uuid
 ATTACHMENT_MV = "3.44"   # attachments, including os-complete
 ATTACHMENT_MODE_MV = "3.54"  # attachment create with "mode"
 TYPE_MV = "3.0"
-REIMAGE_MV = "3.68"     # os-reimage (rebuild of a volume-backed server)
 USER_AGENT = "volattach-volume-client"
 
 _IDEMPOTENT = ("GET", "HEAD", "PUT", "DELETE")
@@ -157,7 +156,8 @@ class VolumeAPI:
         return self._transport
 
     def _url(self, ctx, path, project_id=None):
-        return "%s/%s%s" % (self.conf.cinder.endpoint.rstrip("/"),
+        endpoint = volattach_conf.cinder_endpoint(self.conf)
+        return "%s/%s%s" % (endpoint.rstrip("/"),
                             project_id or ctx.project_id, path)
 
     def _noauth_token(self, ctx):
@@ -178,8 +178,8 @@ class VolumeAPI:
                            "credentials (auth_type) to call the volume "
                            "service with")
             return self._service_auth
-        user_auth = token_endpoint.Token(self.conf.cinder.endpoint,
-                                         ctx.auth_token)
+        user_auth = token_endpoint.Token(
+            volattach_conf.cinder_endpoint(self.conf), ctx.auth_token)
         if self._service_auth is None:
             return user_auth
         return service_token.ServiceTokenAuthWrapper(
@@ -372,16 +372,6 @@ class VolumeAPI:
                 "new_volume": new_volume_id, "error": bool(error)}},
             not_found=lambda: exception.VolumeNotFound(volume_id=volume_id)
         ).json()["save_volume_id"]
-
-    def reimage(self, ctx, volume_id, image_id, reimage_reserved=False):
-        """os-reimage (3.68): the volume's data becomes ``image_id``'s;
-        ``reimage_reserved``: the volume may be reserved (a server's root
-        volume between two attachments, rebuild from compute 2.93)."""
-        self._request(
-            ctx, "POST", "/volumes/%s/action" % volume_id, REIMAGE_MV,
-            body={"os-reimage": {"image_id": image_id,
-                                 "reimage_reserved": bool(reimage_reserved)}},
-            not_found=lambda: exception.VolumeNotFound(volume_id=volume_id))
 
     def update_readonly_flag(self, ctx, volume_id, readonly):
         self._volume_action(ctx, volume_id, {

@@ -82,18 +82,19 @@ class VolumeWSGIServer(embedded_server.Server):
         super().shutdown(timeout)
 
 
-def serve_in_thread(conf, host=None, port=None, heartbeat=True):
+def serve_in_thread(conf, host=None, port=None, heartbeat=True, sock=None):
     """Serve the volume API from a daemon thread of this process.
 
     ``host``/``port`` default to ``[volume] listen``/``port`` (port 0: any
-    free port, see ``server.port``).  Returns ``(server, thread)``.
+    free port, see ``server.port``); ``sock``: a socket already bound to
+    them (``volattach.listen.bind``).  Returns ``(server, thread)``.
     """
     manager = manager_mod.VolumeManager(conf)
     server = embedded_server.serve_in_thread(
         wsgi.make_app(conf, manager), host or conf.volume.listen,
         conf.volume.port if port is None else port,
         name="volattach-volume-wsgi", conf=conf,
-        server_class=VolumeWSGIServer, access_log=LOG)
+        server_class=VolumeWSGIServer, access_log=LOG, sock=sock)
     thread = server.thread
     if heartbeat:
         server.heartbeat = start_heartbeat(conf, manager)

@@ -30,12 +30,6 @@ class AllInOne:
         self.api_app = None
 
     def start(self):
-        from volattach import objects
-        from volattach import rpc
-        from volattach.db import migration
-        from volattach.compute import service as compute_service
-        from volattach.conductor import service as conductor_service
-        from volattach import embedded_server
         from volattach.wsgi import insecure
 
         conf = self.conf
@@ -44,6 +38,16 @@ class AllInOne:
             insecure.check_api(conf)
         if conf.all.run_volume_service:
             insecure.check_volume(conf)
+        # first, before any import that logs or any role starts
+        sockets = self._bind()
+
+        from volattach import objects
+        from volattach import rpc
+        from volattach.db import migration
+        from volattach.compute import service as compute_service
+        from volattach.conductor import service as conductor_service
+        from volattach import embedded_server
+
         objects.register_all()
         url = rpc._configured_url(conf) or volattach_conf.MEMORY_TRANSPORT_URL
         rpc.init(conf, url=url)
@@ -51,7 +55,8 @@ class AllInOne:
         if conf.all.run_volume_service:
             from volattach.volume import service as volume_service
             volume_service.prepare(conf)
-            server, _thread = volume_service.serve_in_thread(conf)
+            server, _thread = volume_service.serve_in_thread(
+                conf, sock=sockets.get("volume"))
             self.servers.append(server)
             LOG.info("volume service on http://%s:%s", conf.volume.listen, conf.volume.port)
         conductor = conductor_service.ConductorService()
@@ -70,10 +75,31 @@ class AllInOne:
         if self.serve_api:
             server = embedded_server.serve_in_thread(
                 self.api_app, conf.api.listen, conf.api.port, name="api",
-                conf=conf)
+                conf=conf, sock=sockets.get("api"))
             self.servers.append(server)
             LOG.info("compute API on http://%s:%s", conf.api.listen, conf.api.port)
         return self
+
+    def _bind(self):
+        """Bind the compute API's and the volume service's sockets before
+        anything starts: a port in use raises ``listen.ListenError`` with
+        nothing migrated, registered or running."""
+        from volattach import listen
+        conf = self.conf
+        wanted = []
+        if self.serve_api:
+            wanted.append(("api", conf.api.listen, conf.api.port))
+        if conf.all.run_volume_service:
+            wanted.append(("volume", conf.volume.listen, conf.volume.port))
+        sockets = {}
+        try:
+            for group, host, port in wanted:
+                sockets[group] = listen.bind(host, port, group)
+        except listen.ListenError:
+            for sock in sockets.values():
+                sock.close()
+            raise
+        return sockets
 
     def stop(self):
         from volattach import rpc
@@ -84,16 +110,27 @@ class AllInOne:
         rpc.cleanup()
 
 
+DESCRIPTION = (
+    "Run every role of volattach in one process: the compute API (port "
+    "8774), the volume service (port 8776), the conductor and the computes "
+    "of [all] compute_hosts, on SQLite under [DEFAULT] state_path "
+    "(~/.volattach) and an in-process message bus, with noauth tokens "
+    "(X-Auth-Token: <user>:<project>[:admin]). Logs go to stderr unless "
+    "--log-file or --log-dir says otherwise.")
+
+
 def main(argv=None):
     conf = volattach_conf.CONF
     volattach_conf.set_embedded_defaults(conf)
-    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
+    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
+                              description=DESCRIPTION)
     if conf.api.workers > 1:
         conf.set_override("workers", 1, group="api")
+    from volattach import listen
     from volattach.wsgi import insecure
     try:
         deployment = AllInOne(conf).start()
-    except insecure.InsecureNoauth as exc:
+    except (insecure.InsecureNoauth, listen.ListenError) as exc:
         sys.exit("volattach-all: %s" % exc)
     print("volattach-all: compute API http://%s:%s/v2.1  volume service "
           "http://%s:%s/v3  (token 'X-Auth-Token: <user>:<project>[:admin]')"

@@ -12,8 +12,16 @@ from volattach import service
 LOG = logging.getLogger(__name__)
 
 
+DESCRIPTION = (
+    "Run a compute host agent ([compute] host, [compute] virt_driver): it "
+    "does the host-local work of attach, detach and swap for the conductor "
+    "over [DEFAULT] transport_url, with no database and no Cinder "
+    "credentials.")
+
+
 def main(argv=None):
-    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
+    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
+                              description=DESCRIPTION)
     conf = volattach_conf.CONF
     objects.register_all()
     rpc.init(conf)

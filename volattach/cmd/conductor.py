@@ -8,8 +8,16 @@ from volattach.conductor import service as conductor_service
 from volattach import service
 
 
+DESCRIPTION = (
+    "Run the conductor: the attach, detach and swap workflows and their "
+    "rollback, the computes' database proxy and the periodic drift repair, "
+    "over [DEFAULT] transport_url and the [database] connection; it calls "
+    "the volume service at [cinder] endpoint.")
+
+
 def main(argv=None):
-    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
+    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
+                              description=DESCRIPTION)
     conf = volattach_conf.CONF
     objects.register_all()
     rpc.init(conf)

@@ -5,12 +5,24 @@
     volattach-manage [--config-file F] service list  print every registered service
     volattach-manage [--config-file F] attachments reconcile [--dry-run] [--grace-seconds N]
                                                      one drift-repair pass (conductor/reconcile.py)
+
+Without a configuration file (no ``--config-file``, no
+``/etc/volattach/volattach.conf``) it works on volattach-all's embedded
+defaults: the databases under ``~/.volattach``, noauth towards the volume
+service (whose port comes from ``[volume] port`` as volattach-all's does).
+The computes of volattach-all are on its in-process bus, out of reach of
+another process: the reconcile pass then does not ask them to unplug
+(as ``--no-unplug``).  Failures are one line on stderr and exit status 1.
 """
 import sys
 
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from volattach import conf as volattach_conf
+from volattach import exception
+
+LOG = logging.getLogger(__name__)
 
 
 def _add_parsers(subparsers):
@@ -56,7 +68,16 @@ def db_sync(conf):
 
 def db_version(conf):
     from volattach.db import migration
-    print("compute: %s" % migration.db_version(conf.database.connection))
+    volume_migration = _volume_migration()
+    for name, module, url in (
+            ("compute", migration, conf.database.connection),
+            ("volume", volume_migration, conf.volume.connection)):
+        current = module.db_version(url)
+        head = module.head_revision()
+        state = ("up to date" if current == head
+                 else "not migrated" if current is None
+                 else "behind %s: run volattach-manage db sync" % head)
+        print("%s: %s (%s)" % (name, current or "-", state))
 
 
 def service_list(conf, out=sys.stdout):
@@ -93,13 +114,20 @@ def attachments_reconcile(conf, out=sys.stdout, volume_api=None):
     1 when a repair failed."""
     from volattach import objects
     from volattach.conductor import reconcile
-    from volattach import context as volattach_context
     objects.register_all()
     if volume_api is None:
         from volattach.volume import cinder
         volume_api = cinder.VolumeAPI()
     compute_rpcapi = None
-    if not conf.category.no_unplug:
+    no_unplug = conf.category.no_unplug
+    if not no_unplug and _embedded(conf):
+        from volattach import rpc
+        if rpc._configured_url(conf) is None:
+            out.write("volattach-all's computes are on its in-process bus: "
+                      "half-attached volumes are rolled back without "
+                      "asking them to unplug (as --no-unplug)\n")
+            no_unplug = True
+    if not no_unplug:
         from volattach import rpc
         from volattach.compute import rpcapi
         rpc.init(conf)
@@ -107,7 +135,7 @@ def attachments_reconcile(conf, out=sys.stdout, volume_api=None):
     grace = conf.category.grace_seconds
     if grace is None:
         grace = conf.conductor.reconcile_grace_period
-    report = reconcile.reconcile(volattach_context.get_admin_context(),
+    report = reconcile.reconcile(reconcile.admin_context(conf),
                                  volume_api, grace,
                                  dry_run=conf.category.dry_run,
                                  compute_rpcapi=compute_rpcapi)
@@ -129,11 +157,39 @@ COMMANDS = {("db", "sync"): db_sync, ("db", "version"): db_version,
             ("attachments", "reconcile"): attachments_reconcile}
 
 
+DESCRIPTION = (
+    "Operate a volattach deployment: migrate its databases (db sync), show "
+    "their schema revisions (db version), list its services (service list), "
+    "find and repair attachment drift (attachments reconcile). Without a "
+    "configuration file it works on volattach-all's embedded defaults "
+    "(~/.volattach, noauth).")
+
+
+def _embedded(conf):
+    """No configuration file: volattach-all's embedded defaults."""
+    return not conf.config_file and not conf.config_dir
+
+
 def main(argv=None):
     conf = volattach_conf.CONF
     conf.register_cli_opt(cfg.SubCommandOpt("category", handler=_add_parsers))
-    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv)
-    return COMMANDS[(conf.category.name, conf.category.action)](conf) or 0
+    volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
+                              description=DESCRIPTION)
+    if _embedded(conf):
+        volattach_conf.set_embedded_defaults(conf)
+    try:
+        return COMMANDS[(conf.category.name, conf.category.action)](conf) or 0
+    except exception.VolattachException as exc:
+        # an operator's command: the reason, not a traceback (--debug logs it)
+        LOG.debug("volattach-manage failed", exc_info=True)
+        hint = ""
+        if (isinstance(exc, exception.CinderConnectionFailed)
+                and conf.cinder.auth_strategy == "keystone"
+                and not conf.cinder.auth_type):
+            hint = (" (volattach-all's configuration? its default is "
+                    "[cinder] auth_strategy = noauth: set it in this file)")
+        print("volattach-manage: %s%s" % (exc, hint), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

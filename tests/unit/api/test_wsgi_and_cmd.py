@@ -98,16 +98,20 @@ def test_application_is_built_once_on_first_access(monkeypatch):
 def test_volattach_api_runs_gunicorn_with_the_config(tmp_path, monkeypatch):
     config = tmp_path / "api.conf"
     config.write_text("[DEFAULT]\nstate_path = %s\n[api]\nlisten = 0.0.0.0\n"
-                      "port = 18774\nworkers = 3\nthreads = 2\n"
+                      "port = 0\nworkers = 3\nthreads = 2\n"
                       "[wsgi]\nkeepalive_timeout = 75\n" % tmp_path)
     monkeypatch.setenv(api_wsgi.CONFIG_FILE_ENV, "")
     calls = []
     monkeypatch.setattr(wsgi_server, "run",
                         lambda *a, **kw: calls.append((a, kw)))
     cmd_api.main(["--config-file", str(config)], conf=_private_conf())
-    assert calls == [(("volattach.api.wsgi:application",),
-                      {"bind": "0.0.0.0:18774", "workers": 3, "threads": 2,
-                       "keepalive": 75.0})]
+    # gunicorn gets the socket bound before it starts (volattach.listen)
+    [(args, kwargs)] = calls
+    sock = kwargs.pop("bind")
+    with sock:
+        assert sock.getsockname()[0] == "0.0.0.0"
+    assert (args, kwargs) == (("volattach.api.wsgi:application",),
+                              {"workers": 3, "threads": 2, "keepalive": 75.0})
     assert os.environ[api_wsgi.CONFIG_FILE_ENV] == str(config)
 
 
