@@ -63,6 +63,7 @@ VOLUME_MV = "3.48"       # volume view with shared_targets and service_uuid
 ATTACHMENT_MV = "3.44"   # attachments, including os-complete
 ATTACHMENT_MODE_MV = "3.54"  # attachment create with "mode"
 TYPE_MV = "3.0"
+REIMAGE_MV = "3.68"     # os-reimage (rebuild of a volume-backed server)
 USER_AGENT = "volattach-volume-client"
 
 _IDEMPOTENT = ("GET", "HEAD", "PUT", "DELETE")
@@ -372,6 +373,16 @@ class VolumeAPI:
                 "new_volume": new_volume_id, "error": bool(error)}},
             not_found=lambda: exception.VolumeNotFound(volume_id=volume_id)
         ).json()["save_volume_id"]
+
+    def reimage(self, ctx, volume_id, image_id, reimage_reserved=False):
+        """os-reimage (3.68): the volume's data becomes ``image_id``'s;
+        ``reimage_reserved``: the volume may be reserved (a server's root
+        volume between two attachments, rebuild from compute 2.93)."""
+        self._request(
+            ctx, "POST", "/volumes/%s/action" % volume_id, REIMAGE_MV,
+            body={"os-reimage": {"image_id": image_id,
+                                 "reimage_reserved": bool(reimage_reserved)}},
+            not_found=lambda: exception.VolumeNotFound(volume_id=volume_id))
 
     def update_readonly_flag(self, ctx, volume_id, readonly):
         self._volume_action(ctx, volume_id, {
