@@ -239,8 +239,8 @@ def test_multiattach_rw_and_cluster_held_ro(rbd_api, rbd_volumes,
     assert dump[OFFSET * 512:OFFSET * 512 + len(PATTERN)] == PATTERN.encode()
 
 
-def _action_events(api, server_id, request_id):
-    deadline = time.monotonic() + 60
+def _action_events(api, server_id, request_id, timeout=60):
+    deadline = time.monotonic() + timeout
     while True:
         code, body, _ = api.request(
             "GET", "/servers/%s/os-instance-actions/%s"
@@ -294,6 +294,50 @@ def test_missing_keyring_fails_the_attach_cleanly(rbd_api, rbd_volumes,
         assert _watchers(volume_id) == []
     finally:
         os.rename(saved, keyring)
+
+
+def _stop_monitor():
+    """Stop tools/start-ceph.sh's monitor (the OSD and manager stay)."""
+    pidfile = os.path.join(os.environ.get("VOLATTACH_CEPH_STATE",
+                                          "/var/lib/volattach-ceph"),
+                           "run", "mon.a.pid")
+    with open(pidfile) as f:
+        pid = int(f.read().strip())
+    os.kill(pid, 15)
+    deadline = time.monotonic() + 30
+    while os.path.exists("/proc/%d" % pid):
+        assert time.monotonic() < deadline, "ceph-mon did not stop"
+        time.sleep(0.1)
+
+
+def test_ceph_down_fails_the_attach_cleanly(rbd_api, rbd_volumes,
+                                            rbd_guests, rbd_deployment):
+    """The monitor is down: the volume service cannot make the connection,
+    the attach fails and rolls back, the volume is available again; once
+    Ceph is back the same volume attaches."""
+    a, _ = rbd_guests
+    volume_id = _volume(rbd_volumes, rbd_deployment)
+    _stop_monitor()
+    try:
+        code, body, headers = rbd_api.attach_volume(a.id, volume_id)
+        assert code == 202, (code, body)
+        events = _action_events(rbd_api, a.id,
+                                headers["x-openstack-request-id"],
+                                timeout=180)
+        assert [e for e in events if e.get("result") == "Error"], events
+        rbd_volumes.wait_for_volume_status(volume_id, "available")
+        rbd_api.wait_for_volume_attachment_gone(a.id, volume_id)
+        code, body, _ = rbd_volumes.list_attachments(volume_id=volume_id,
+                                                     microversion="3.27")
+        assert code == 200 and body["attachments"] == [], body
+        assert volume_id[:20] not in a.disks()
+    finally:
+        subprocess.run([os.path.join(guest_env.REPO, "tools",
+                                     "start-ceph.sh")],
+                       check=True, capture_output=True, timeout=180)
+    _attach(rbd_api, rbd_volumes, a, volume_id, "rw")
+    _detach(rbd_api, a, volume_id)
+    rbd_volumes.wait_for_volume_status(volume_id, "available")
 
 
 def _secrets(uri):

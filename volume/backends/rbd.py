@@ -44,6 +44,8 @@ import importlib.util
 import json
 import logging
 import os
+import re
+import socket
 import sys
 import tempfile
 import threading
@@ -144,12 +146,31 @@ class RBDBackend:
                           "rados_osd_op_timeout":
                               str(3 * self.connect_timeout)})
                 try:
+                    self._probe_monitors(client.conf_get("mon_host") or "")
                     client.connect(timeout=self.connect_timeout)
                 except self.rados.Error:
                     client.shutdown()
                     raise
                 self._client = client
             return self._client
+
+    def _probe_monitors(self, mon_host):
+        """Fail at once when no monitor of ``mon_host`` accepts a TCP
+        connection (Ceph down), instead of librados waiting for
+        rados_connect_timeout."""
+        addrs = [(v6 or name, int(p6 or port)) for v6, p6, name, port in
+                 re.findall(r"\[([0-9a-fA-F:]+)\]:(\d+)|([\w.-]+):(\d+)",
+                            re.sub(r"\bv[12]:", "", mon_host))]
+        if not addrs:
+            return      # names only (DNS SRV, hosts without ports)
+        for host, port in addrs:
+            try:
+                socket.create_connection((host, port),
+                                         timeout=self.connect_timeout).close()
+                return
+            except OSError:
+                continue
+        raise self.rados.Error("no monitor answers at %s" % mon_host)
 
     def _reset(self):
         with self._lock:
