@@ -58,12 +58,17 @@ fi
 # the ceph CLI waits forever for an absent monitor
 ceph_() { timeout 30 ceph --connect-timeout 20 "$@"; }
 
-pid_alive() {
+# the daemon's pid when it runs (it may run a binary an upgrade replaced)
+daemon_pid() {
     local pid
     pid=$(cat "$STATE/run/$1.pid" 2>/dev/null) || return 1
     [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null \
         && readlink "/proc/$pid/exe" 2>/dev/null | grep -q "ceph-" \
-        && ! readlink "/proc/$pid/exe" | grep -q "(deleted)"
+        && echo "$pid"
+}
+pid_alive() {
+    local pid
+    pid=$(daemon_pid "$1") && ! readlink "/proc/$pid/exe" | grep -q "(deleted)"
 }
 
 write_conf() {
@@ -123,9 +128,9 @@ EOF
 bootstrap() {
     log "creating a new cluster in $STATE"
     for name in mon.a mgr.x osd.0; do
-        if pid_alive "$name"; then
-            kill "$(cat "$STATE/run/$name.pid")"
-            for _ in $(seq 100); do pid_alive "$name" || break; sleep 0.1; done
+        if daemon_pid "$name" >/dev/null; then
+            kill "$(daemon_pid "$name")"
+            for _ in $(seq 100); do daemon_pid "$name" >/dev/null || break; sleep 0.1; done
         fi
     done
     rm -rf "$STATE"
@@ -175,6 +180,11 @@ cmp -s "$STATE/client.admin.keyring" "$ADMIN_KEYRING" \
 for daemon in "mon a" "mgr x" "osd 0"; do
     set -- $daemon
     if ! pid_alive "$1.$2"; then
+        if pid=$(daemon_pid "$1.$2"); then
+            log "stopping $1.$2 (its binary was upgraded)"
+            kill "$pid"
+            for _ in $(seq 300); do daemon_pid "$1.$2" >/dev/null || break; sleep 0.1; done
+        fi
         log "starting $1.$2"
         "ceph-$1" -i "$2" >>"$STATE/log/start.log" 2>&1
     fi
