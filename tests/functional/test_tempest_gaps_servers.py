@@ -368,3 +368,25 @@ def test_a_failed_reimage_leaves_the_server_in_error_and_no_attachment(
     api.wait_for_server_deleted(server_id, timeout=30)
     volumes.wait_for_volume_status(root, "available")
     volumes.wait_for_volume_status(data, "available")
+
+
+def test_a_conductor_before_1_7_cannot_reimage(api, volumes, deployment):
+    """An API capped below ComputeTaskAPI 1.7 answers the 2.93 rebuild of
+    a volume-backed server with 503 and changes nothing."""
+    from tests.functional.test_volume_ops_states_and_failures import (
+        _api_capped_at)
+    from tests.integration import client as clients
+    server_id, root, _ = _volume_backed_server(api, volumes, deployment,
+                                               data_volume=False)
+    before = _attachments(volumes, root)
+    with _api_capped_at("1.6") as url:
+        old = clients.ComputeClient(url, "alice:demo", microversion=None)
+        status, body, _ = _rebuild(old, server_id, "2.93", name="renamed")
+        assert status == 503, body
+    shown = _show(api, server_id)
+    assert shown["OS-EXT-STS:task_state"] is None and shown["name"] == "bfv"
+    actions = api.request("GET", "/servers/%s/os-instance-actions"
+                          % server_id)[1]["instanceActions"]
+    assert "rebuild" not in [a["action"] for a in actions]
+    assert _attachments(volumes, root) == before
+    assert _image_of(volumes, root) == CONF.compute.fake_images[0]
