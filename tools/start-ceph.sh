@@ -95,6 +95,9 @@ mon allow pool size one = true
 mon allow pool delete = true
 mon warn on pool no redundancy = false
 mon warn on insecure global id reclaim allowed = false
+# no warning for a disk 70 % full (a development machine's often is); the
+# monitor still stops at 5 % free
+mon data avail warn = 10
 
 [mon]
 mon data = $STATE/mon/ceph-\$id
