@@ -202,6 +202,13 @@ class VolumeManager:
         def create(conn):
             vtype = db.type_get(conn, volume_type or db.DEFAULT_TYPE_NAME,
                                 include_private=ctx.is_admin)
+            if db.encryption_get(conn, vtype["id"]) is not None:
+                # Cinder needs a key manager for these; there is none here,
+                # and a volume that says it is not encrypted would mislead
+                raise exception.InvalidInput(
+                    reason="Volume type %s has encryption specs: encrypted "
+                           "volumes need a key manager, which this volume "
+                           "service does not have." % vtype["id"])
             return db.volume_create(conn, {
                 "project_id": ctx.project_id, "user_id": ctx.user_id,
                 "name": name, "description": description, "size": size,

@@ -165,14 +165,42 @@ def test_encryption_refusals(volumes_admin, volumes):
     assert len(_encryption_rows(type_id)) == 1
 
 
+def test_no_volume_of_an_encrypted_type(volumes_admin):
+    """No key manager here: a volume of a type with encryption specs is
+    refused (400) rather than made unencrypted, and none is left."""
+    type_id = _new_type(volumes_admin)
+    assert _enc(volumes_admin, type_id, "POST",
+                body={"encryption": SPECS})[0] == 200
+    before = volumes_admin.list_volumes()[1]["volumes"]
+    status, body, _ = volumes_admin.create_volume(volume_type=type_id)
+    assert status == 400, body
+    assert "key manager" in body["badRequest"]["message"]
+    assert volumes_admin.list_volumes()[1]["volumes"] == before
+
+
 def test_specs_of_a_type_in_use_stay(volumes_admin):
     type_id = _new_type(volumes_admin)
-    encryption_id = _enc(volumes_admin, type_id, "POST", body={
-        "encryption": SPECS})[1]["encryption"]["encryption_id"]
     status, body, _ = volumes_admin.create_volume(volume_type=type_id)
     assert status == 202, body
     volume_id = body["volume"]["id"]
     volumes_admin.wait_for_volume_status(volume_id, "available")
+    status, body, _ = _enc(volumes_admin, type_id, "POST",
+                           body={"encryption": SPECS})
+    assert status == 400, body
+    assert ("Cannot create encryption specs. Volume type in use."
+            == body["badRequest"]["message"])
+    assert _encryption_rows(type_id) == []
+    # specs given to a type in use by another way (a retype into it, an
+    # older release): they stay as they are
+    encryption_id = str(uuid.uuid4())
+    engine = sa.create_engine(CONF.volume.connection)
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO encryption (encryption_id, volume_type_id, "
+            "key_size, provider, control_location, created_at) VALUES "
+            "(:e, :t, 256, 'LuksEncryptor', 'front-end', '2026-11-26')"),
+            {"e": encryption_id, "t": type_id})
+    engine.dispose()
     for method, body in (("PUT", {"encryption": {"key_size": 128}}),
                          ("DELETE", None)):
         status, answer, _ = _enc(volumes_admin, type_id, method,
