@@ -9,8 +9,9 @@ flag, and under it a cephx identity whose writes the cluster refuses);
 the disks are QEMU's own rbd clients with the cephx secret the compute
 defined in libvirt from Ceph's keyring.  After the detaches no watcher is
 left on the image.  A read-only attach whose keyring is missing fails
-cleanly and names the file.  A guest with an rw and an ro rbd volume
-moves to the peer libvirt, whose compute defines the secrets there.
+cleanly and names the file; so does an attach while the monitor is down.
+A guest with an rw and an ro rbd volume moves to the peer libvirt, whose
+compute defines the secrets there.
 
 Needs what the guest tier needs, and a running Ceph
 (tools/start-ceph.sh): without it the tests skip, except under CI
