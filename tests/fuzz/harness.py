@@ -48,10 +48,27 @@ def valid(schema):
     return from_schema(schema, custom_formats=CUSTOM_FORMATS)
 
 
+# What one database takes and the other refuses, or what no column holds:
+# NUL and other control characters, lone surrogates (JSON's "\ud800"),
+# strings beyond a column's 255 characters, integers at and beyond the
+# edges of a 32-bit and a 64-bit column.
+hostile_text = st.one_of(
+    st.text(alphabet=st.characters(exclude_categories=()), max_size=20),
+    st.text(alphabet=st.characters(max_codepoint=0x9f,
+                                   categories=("Cc",)), min_size=1,
+            max_size=5),
+    st.sampled_from(["a\x00b", "\x00", "\ud800", "x\udfff", "\udc80y",
+                     "\x01\x1f\x7f\x9f", "\u200b\ufeff", "%", "_", "%_\\",
+                     "x" * 255, "x" * 256, "\u00e9" * 256, "x" * 4096]))
+boundary_integers = st.sampled_from([
+    2 ** 31 - 1, 2 ** 31, -2 ** 31, -2 ** 31 - 1, 2 ** 63 - 1, 2 ** 63,
+    -2 ** 63 - 1, 2 ** 64, "2147483648", "9223372036854775808",
+    "-2147483649"])
+
 _garbage_leaf = st.one_of(
-    st.none(), st.booleans(), st.integers(),
+    st.none(), st.booleans(), st.integers(), boundary_integers,
     st.sampled_from([2 ** 31, 2 ** 63, -2 ** 63, 10 ** 30, -1, 0]),
-    st.floats(allow_nan=False), _text,
+    st.floats(allow_nan=False), _text, hostile_text,
     st.sampled_from(["", " ", "x" * 300, "x" * 70000, "\u0000", "../..",
                      "99999999999999999999", "-1", "1e400", "null",
                      "/dev/" + "a" * 300, "\ud7ff" * 10]),
@@ -111,7 +128,8 @@ def mutated(draw, schema):
     if kind == "drop" and path:
         return _drop(body, path)
     if kind == "extra" and isinstance(target, dict):
-        return _replace(body, path, dict(target, **{draw(_text) or "x":
+        key = draw(st.one_of(_text, hostile_text))
+        return _replace(body, path, dict(target, **{key or "x":
                                                      draw(_garbage_leaf)}))
     return _replace(body, path, draw(_garbage_leaf))
 
