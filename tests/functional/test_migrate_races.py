@@ -130,14 +130,14 @@ def latency():
 
 def test_an_attach_whose_reserve_ran_as_the_migration_started_gives_way(
         api, admin_api, volumes, deployment, latency):
-    """The attach's reserve is under way (1 s in the driver) when the
+    """The attach's reserve is under way (2 s in the driver) when the
     migration is accepted: the attach reads ``migrating`` once its record
     exists and rolls back (an Error event, the volume available); the
     migration moves the server with its other volume."""
     server_id, first = _server_with_volume(api, volumes)
     second = _new_volume(volumes)
     source = _instance(server_id).host
-    latency("reserve_latency", 1.0)
+    latency("reserve_latency", 2.0)
     status, body, _ = api.attach_volume(server_id, second, microversion="2.101")
     assert status == 202, body
     time.sleep(0.3)           # the reserve sleeps in the driver
