@@ -98,6 +98,14 @@ def load_bindings(dirs=DEBIAN_BINDINGS_DIRS):
     return rados, rbd
 
 
+def mon_addresses(mon_host):
+    """[(host, port)] of a ``mon_host`` value that gives ports (IPv4,
+    [IPv6] or names, msgr v1/v2 address vectors)."""
+    return [(v6 or name, int(p6 or port)) for v6, p6, name, port in
+            re.findall(r"\[([0-9a-fA-F:]+)\]:(\d+)|([\w.-]+):(\d+)",
+                       re.sub(r"\bv[12]:", "", mon_host))]
+
+
 def backing(volume):
     return volume.get("name_id") or volume["id"]
 
@@ -158,9 +166,7 @@ class RBDBackend:
         """Fail at once when no monitor of ``mon_host`` accepts a TCP
         connection (Ceph down), instead of librados waiting for
         rados_connect_timeout."""
-        addrs = [(v6 or name, int(p6 or port)) for v6, p6, name, port in
-                 re.findall(r"\[([0-9a-fA-F:]+)\]:(\d+)|([\w.-]+):(\d+)",
-                            re.sub(r"\bv[12]:", "", mon_host))]
+        addrs = mon_addresses(mon_host)
         if not addrs:
             return      # names only (DNS SRV, hosts without ports)
         for host, port in addrs:

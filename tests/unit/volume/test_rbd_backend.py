@@ -270,3 +270,16 @@ def test_keyring_written_only_when_changed(tmp_path):
     assert path.stat().st_mtime_ns == mtime
     rbd_backend.RBDBackend._write_keyring(str(path), b"two")
     assert path.read_bytes() == b"two"
+
+
+@pytest.mark.parametrize("mon_host,addresses", [
+    ("[v2:127.0.0.1:3300,v1:127.0.0.1:6789]",
+     [("127.0.0.1", 3300), ("127.0.0.1", 6789)]),
+    ("10.0.0.1:6789, 10.0.0.2:6789",
+     [("10.0.0.1", 6789), ("10.0.0.2", 6789)]),
+    ("[v2:[::1]:3300,v1:[::1]:6789]", [("::1", 3300), ("::1", 6789)]),
+    ("mon-a.example:6789", [("mon-a.example", 6789)]),
+    ("10.0.0.1,10.0.0.2", []),          # default ports: not probed
+])
+def test_monitor_addresses_of_mon_host(mon_host, addresses):
+    assert rbd_backend.mon_addresses(mon_host) == addresses
