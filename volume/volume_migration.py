@@ -73,6 +73,11 @@ class VolumeMigration:
             vol = db.volume_get(conn, volume_id, _scope(ctx),
                                 for_update=True)
             vtype = db.type_get(conn, new_type)
+            if db.encryption_get(conn, vtype["id"]) is not None:
+                # no volume here is encrypted (Cinder's answer when the
+                # encryption of the two types differs)
+                raise exception.InvalidInput(
+                    reason="Retype cannot change encryption requirements.")
             if (vol["status"] not in (states.AVAILABLE, states.IN_USE)
                     or vol["migration_status"] not in IDLE
                     or vtype["id"] == vol["volume_type_id"]):

@@ -237,3 +237,21 @@ def test_a_private_type_is_not_found_by_other_projects(volumes_admin,
     status, body, _ = volumes_admin.create_volume(volume_type=type_id)
     assert status == 202, body
     volumes_admin.wait_for_volume_status(body["volume"]["id"], "available")
+
+
+def test_no_retype_into_an_encrypted_type(volumes_admin):
+    type_id = _new_type(volumes_admin)
+    assert _enc(volumes_admin, type_id, "POST",
+                body={"encryption": SPECS})[0] == 200
+    status, body, _ = volumes_admin.create_volume()
+    assert status == 202, body
+    volume_id = body["volume"]["id"]
+    volumes_admin.wait_for_volume_status(volume_id, "available")
+    before = volumes_admin.show_volume(volume_id)[1]["volume"]["volume_type"]
+    status, body, _ = volumes_admin.request(
+        "POST", volumes_admin._path("/volumes/%s/action" % volume_id),
+        {"os-retype": {"new_type": type_id}})
+    assert status == 400, body
+    assert "encryption requirements" in body["badRequest"]["message"]
+    volume = volumes_admin.show_volume(volume_id)[1]["volume"]
+    assert (volume["volume_type"], volume["status"]) == (before, "available")
