@@ -226,6 +226,27 @@ class StorageDaemon:
         self.configure()
         return True
 
+    def _record(self, settings):
+        with open(self.server_file, "w") as f:
+            json.dump(settings, f)
+
+    def _started_with(self, settings):
+        """Whether the running daemon was started by an earlier release
+        with these settings on its command line (plain NBD, no record):
+        adopted without a restart of its NBD server, so that an upgrade
+        does not cut the guests' connections."""
+        if settings["tls_dir"]:
+            return False
+        try:
+            with open(self.pidfile) as f:
+                pid = int(f.read().strip())
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except (OSError, ValueError):
+            return False
+        return "addr.type=inet,addr.host=%s,addr.port=%d" % (
+            settings["host"], settings["port"]) in argv
+
     def server_settings(self):
         return {"host": self.host, "port": self.port,
                 "tls_dir": self.tls_dir,
@@ -241,7 +262,9 @@ class StorageDaemon:
                 if json.load(f) == wanted:
                     return False
         except (OSError, ValueError):
-            pass
+            if self._started_with(wanted):
+                self._record(wanted)
+                return False
         with self.batch():
             for cmd, args in (("nbd-server-stop", {}),
                               ("object-del", {"id": "authz0"}),
@@ -263,8 +286,7 @@ class StorageDaemon:
                     "rules": authz_rules(self.tls_allowed_clients)})
                 server.update({"tls-creds": "tls0", "tls-authz": "authz0"})
             self.command("nbd-server-start", **server)
-        with open(self.server_file, "w") as f:
-            json.dump(wanted, f)
+        self._record(wanted)
         LOG.info("NBD server of qemu-storage-daemon on %s:%s (%s)",
                  self.host, self.port,
                  "TLS, %d allowed clients" % len(self.tls_allowed_clients)

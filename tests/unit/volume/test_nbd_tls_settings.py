@@ -169,3 +169,29 @@ def test_volattach_volume_refuses_to_start_naming_the_option(tmp_path):
     assert proc.returncode != 0
     assert "[volume] allow_insecure_nbd" in proc.stderr
     assert not (tmp_path / "volume.sqlite").exists()      # nothing started
+
+
+def test_a_daemon_of_an_earlier_release_with_the_same_settings_is_adopted(
+        tmp_path):
+    """Started with --nbd-server on its command line and no record: the
+    same plain settings keep its NBD server (and the guests' connections);
+    TLS wanted restarts it."""
+    old = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)",
+         "--nbd-server",
+         "addr.type=inet,addr.host=10.250.0.1,addr.port=10809"])
+    try:
+        (tmp_path / "qsd.pid").write_text("%d\n" % old.pid)
+        daemon = RecordingDaemon(str(tmp_path), "10.250.0.1", 10809)
+        assert daemon.configure() is False and daemon.calls == []
+        assert os.path.exists(daemon.server_file)
+        os.unlink(daemon.server_file)
+        other = RecordingDaemon(str(tmp_path), "10.250.0.1", 10810)
+        assert other.configure() is True
+        os.unlink(daemon.server_file)
+        secure = RecordingDaemon(str(tmp_path), "10.250.0.1", 10809,
+                                 tls_dir="/pki", tls_allowed_clients=["C"])
+        assert secure.configure() is True
+    finally:
+        old.kill()
+        old.wait()
