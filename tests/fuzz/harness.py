@@ -60,6 +60,17 @@ hostile_text = st.one_of(
     st.sampled_from(["a\x00b", "\x00", "\ud800", "x\udfff", "\udc80y",
                      "\x01\x1f\x7f\x9f", "\u200b\ufeff", "%", "_", "%_\\",
                      "x" * 255, "x" * 256, "\u00e9" * 256, "x" * 4096]))
+def unstorable(text):
+    """Whether ``text`` holds what PostgreSQL or the drivers refuse."""
+    if "\x00" in text:
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 boundary_integers = st.sampled_from([
     2 ** 31 - 1, 2 ** 31, -2 ** 31, -2 ** 31 - 1, 2 ** 63 - 1, 2 ** 63,
     -2 ** 63 - 1, 2 ** 64, "2147483648", "9223372036854775808",

@@ -12,7 +12,8 @@ from tests.fuzz import harness
 from tests.integration import conftest as integration
 # The tests run here again, with this module's ``state``.
 from tests.fuzz.test_paths import (  # noqa: F401
-    test_hostile_ids_in_the_url, test_hostile_query_values)
+    test_hostile_ids_in_the_url, test_hostile_query_values,
+    test_hostile_strings_in_bodies)
 from tests.fuzz.test_protocol import test_absurd_query_strings  # noqa: F401
 from tests.fuzz.test_schemas import test_schema_bodies  # noqa: F401
 

@@ -107,6 +107,8 @@ def test_hostile_ids_in_the_url(state):
         elif status < 400:
             state.restore()
 
+    for route in ID_ROUTES:         # each route with a NUL, at least
+        one.hypothesis.inner_test(route, state.free + "\x00")
     one()
     print(tally.line())
     assert not tally.server_errors, tally.server_errors[:5]
@@ -149,6 +151,77 @@ def test_hostile_query_values(state):
         if any("\x00" in v for _, v in params) and status < 500:
             assert status == 400, (template, params, status, text)
 
+    for target in LISTS:            # each list with a NUL, at least
+        one.hypothesis.inner_test(target, [("name", "a\x00"),
+                                           ("marker", "\x00")])
     one()
     print(tally.line())
     assert not tally.server_errors, tally.server_errors[:5]
+
+
+# (service, method, path, body, version): every "{value}" is replaced by
+# the hostile string; "{server}" and "{free}" by the fixture objects
+BODY_FIELDS = [
+    ("volume", "POST", "/volumes", {"volume": {"size": 1,
+                                               "name": "{value}"}}, "3.54"),
+    ("volume", "POST", "/volumes", {"volume": {
+        "size": 1, "description": "{value}"}}, "3.54"),
+    ("volume", "POST", "/volumes", {"volume": {
+        "size": 1, "metadata": {"{value}": "v"}}}, "3.54"),
+    ("volume", "PUT", "/volumes/{free}", {"volume": {"name": "{value}"}},
+     "3.54"),
+    ("volume", "POST", "/attachments", {"attachment": {
+        "volume_uuid": "{free}", "instance_uuid": "{server}",
+        "connector": {"host": "{value}"}}}, "3.54"),
+    ("compute", "PUT", "/servers/{server}", {"server": {"name": "{value}"}},
+     "2.19"),
+    ("compute", "POST", "/os-keypairs", {"keypair": {"name": "{value}"}},
+     "2.1"),
+    ("compute", "POST", "/servers/{server}/os-volume_attachments",
+     {"volumeAttachment": {"volumeId": "{free}", "tag": "{value}"}},
+     "2.49"),
+    ("compute", "POST", "/servers/{server}/action",
+     {"lock": {"locked_reason": "{value}"}}, "2.73"),
+]
+
+
+def _put(value, state, hostile):
+    if isinstance(value, dict):
+        return {_put(k, state, hostile): _put(v, state, hostile)
+                for k, v in value.items()}
+    if value == "{value}":
+        return hostile
+    if isinstance(value, str):
+        return value.format(free=state.free, server=state.server)
+    return value
+
+
+@pytest.mark.timeout(600)
+def test_hostile_strings_in_bodies(state):
+    tally = harness.Tally("body strings")
+    refused_changed = []
+
+    @harness.fuzz_settings(harness.EXAMPLES * 3)
+    @given(field=st.sampled_from(BODY_FIELDS), hostile=harness.hostile_text)
+    def one(field, hostile):
+        service, method, path, body, version = field
+        body = _put(body, state, hostile)
+        path = path.format(free=state.free, server=state.server)
+        before = state.fingerprint()
+        status, text = _send(state, service, method, path, body,
+                             version=version)
+        tally.record((service, method, path, repr(hostile)[:60]), status,
+                     text)
+        if status < 500 and harness.unstorable(hostile):
+            assert status == 400, (method, path, hostile, status, text)
+        if 400 <= status < 500 and state.fingerprint() != before:
+            refused_changed.append((method, path, status))
+        elif status < 400:
+            state.restore()
+
+    for field in BODY_FIELDS:       # each field with a NUL, at least
+        one.hypothesis.inner_test(field, "a\x00b")
+    one()
+    print(tally.line())
+    assert not tally.server_errors, tally.server_errors[:5]
+    assert not refused_changed, refused_changed[:3]
