@@ -1,8 +1,9 @@
 """tempest's servers tests beyond the attach selections (issue 22, item 7):
 rebuild's answer carries ``key_name`` from 2.54; PUT /servers/{id} unpins
 and re-pins ``pinned_availability_zone`` from 2.104 (Nova's transitions,
-409 for the others); a zone no compute is in is 400 at create.  Answers
-are checked with tempest's own response schemas; refusals change nothing.
+409 for the others); a zone no compute is in is 400 at create; from 2.93
+a volume-backed server's rebuild re-images its root volume.  Answers are
+checked with tempest's own response schemas; refusals change nothing.
 """
 import uuid
 
