@@ -117,6 +117,8 @@ def type_in_range(base):
             return
         if isinstance(instance, int):
             number = instance
+        elif isinstance(instance, float) and instance.is_integer():
+            number = instance          # 1e300 is an integer to jsonschema
         elif isinstance(instance, str) and _INTEGER_TEXT.match(instance):
             number = int(instance)
         else:
