@@ -16,6 +16,7 @@ import sys
 from volattach.api import wsgi as api_wsgi
 from volattach import conf as volattach_conf
 from volattach import listen
+from volattach import loopback_defaults
 from volattach import wsgi_server
 from volattach.wsgi import insecure
 
@@ -43,6 +44,7 @@ def main(argv=None, conf=None):
                            v6only=False)
     except (insecure.InsecureNoauth, listen.ListenError) as exc:
         sys.exit("volattach-api: %s" % exc)
+    loopback_defaults.check(conf, "volattach-api")
     os.environ[api_wsgi.CONFIG_FILE_ENV] = ":".join(conf.config_file or [])
     wsgi_server.run(APP_URI, bind=sock, workers=conf.api.workers,
                     threads=conf.api.threads,

@@ -4,6 +4,7 @@ import sys
 from volattach import objects
 from volattach import rpc
 from volattach import conf as volattach_conf
+from volattach import loopback_defaults
 from volattach.conductor import service as conductor_service
 from volattach import service
 
@@ -19,6 +20,7 @@ def main(argv=None):
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
                               description=DESCRIPTION)
     conf = volattach_conf.CONF
+    loopback_defaults.check(conf, "volattach-conductor")
     objects.register_all()
     rpc.init(conf)
     svc = conductor_service.ConductorService()

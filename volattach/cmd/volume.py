@@ -11,6 +11,7 @@ import sys
 
 from volattach import conf as volattach_conf
 from volattach import listen
+from volattach import loopback_defaults
 from volattach import wsgi_server
 
 
@@ -35,6 +36,7 @@ def main(argv=None):
                            v6only=False)
     except (insecure.InsecureNoauth, listen.ListenError) as exc:
         sys.exit("volattach-volume: %s" % exc)
+    loopback_defaults.check(conf, "volattach-volume")
     service.prepare(conf)
     service.start_heartbeat(conf)
     wsgi_server.run("volattach.volume.wsgi:application", bind=sock,
