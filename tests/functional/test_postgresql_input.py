@@ -251,11 +251,19 @@ def test_over_long_strings_are_400_and_store_nothing(
                           "/attachments/%s" % attachment, volume=True,
                           microversion="3.54")
     assert answer["attachment"]["status"] == "reserved", answer
-    # an IPv6 address longer than its column (39): refused, not stored
+    # an IPv6 address spelled longer than its column (39) is stored in
+    # its compressed form, which fits
     status, answer = _raw(
         api, "PUT", "/servers/%s" % server,
         {"server": {"accessIPv6": "1111:2222:3333:4444:5555:6666:"
                                   "255.255.255.255"}})
+    assert status == 200, answer
+    assert answer["server"]["accessIPv6"] == (
+        "1111:2222:3333:4444:5555:6666:ffff:ffff")
+    # longer than any spelling: refused
+    status, answer = _raw(
+        api, "PUT", "/servers/%s" % server,
+        {"server": {"accessIPv6": "0" * 46}})
     assert status == 400, answer
 
 
