@@ -13,6 +13,10 @@ from volattach import exception
 
 LOG = logging.getLogger(__name__)
 
+# os-begin_detaching refused while the volume went detaching -> in-use
+# under another detach: asked again at most this many times in all
+BEGIN_DETACHING_ATTEMPTS = 3
+
 
 class VolumeAttachmentsAPI(base.FacadeBase):
 
@@ -142,12 +146,42 @@ class VolumeAttachmentsAPI(base.FacadeBase):
         # detaching, and undoing that needs the volume service's database)
         objects.InstanceAction.action_start(context, instance.uuid,
                                             instance_action.DETACH_VOLUME)
-        self.volume_api.begin_detaching(context, volume_id)
+        began = self._begin_detaching(context, volume_id, bdm.attachment_id)
         try:
             self.compute_task_api.detach_volume(context, instance, volume_id)
         except Exception:
-            self.volume_api.roll_detaching(context, volume_id)
+            if began:
+                self.volume_api.roll_detaching(context, volume_id)
             raise
+
+    def _begin_detaching(self, context, volume_id, attachment_id):
+        """os-begin_detaching for a detach; False when it was skipped.
+
+        Cinder lets one detach at a time make a volume ``detaching``: while
+        a detach of another attachment of the same multiattach volume holds
+        it, Cinder answers 400 (measured on Cinder 29), where Nova fails.
+        That detach touches none of this attachment, so this one goes on
+        without the state (and must not roll back the other's); each
+        attachment delete sets the volume's status from the attachments
+        left.  A volume back to in-use meanwhile (the other detach ended)
+        is asked again, ``BEGIN_DETACHING_ATTEMPTS`` times at most."""
+        for attempt in range(BEGIN_DETACHING_ATTEMPTS):
+            try:
+                self.volume_api.begin_detaching(context, volume_id)
+                return True
+            except exception.InvalidVolume:
+                volume = self.volume_api.get(context, volume_id)
+                others = [a for a in volume.get("attachments") or []
+                          if a.get("attachment_id") != attachment_id]
+                if (volume.get("multiattach") and others
+                        and volume.get("status") == "detaching"):
+                    LOG.info("volume %s is detaching from another server: "
+                             "detaching attachment %s without "
+                             "os-begin_detaching", volume_id, attachment_id)
+                    return False
+                if (volume.get("status") != "in-use"
+                        or attempt + 1 == BEGIN_DETACHING_ATTEMPTS):
+                    raise
 
     def update_volume_attachment(self, context, instance, volume_id, delete_on_termination):
         self._check_locked(context, instance)
