@@ -71,6 +71,13 @@ class Instance(TimestampMixin, Base):
         Index("instances_project_id_deleted_created_at_id_idx",
               "project_id", "deleted", "created_at", "id"),
         Index("instances_deleted_created_at_id_idx", "deleted", "created_at", "id"),
+        # and under an admin's status or host filter, or with the deleted
+        # servers (migration 0007)
+        Index("instances_vm_state_deleted_created_at_id_idx",
+              "vm_state", "deleted", "created_at", "id"),
+        Index("instances_host_deleted_created_at_id_idx",
+              "host", "deleted", "created_at", "id"),
+        Index("instances_created_at_id_idx", "created_at", "id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -3,7 +3,8 @@ device mappings where one request reads both)."""
 import json
 import re
 
-from sqlalchemy import LABEL_STYLE_TABLENAME_PLUS_COL, bindparam, func, select, update
+from sqlalchemy import (LABEL_STYLE_TABLENAME_PLUS_COL, bindparam, func, select,
+                        tuple_, update)
 
 from volattach.db.api import _common as c
 from volattach.db import models
@@ -125,18 +126,16 @@ def instance_get_all(filters=None, limit=None, marker=None, sort_dir="desc"):
         order = (models.Instance.created_at.desc(), models.Instance.id.desc()) \
             if sort_dir == "desc" else (models.Instance.created_at, models.Instance.id)
         if marker:
-            mrow = s.scalars(select(models.Instance).where(
-                models.Instance.uuid == marker)).first()
+            mrow = s.execute(select(models.Instance.created_at, models.Instance.id)
+                             .where(models.Instance.uuid == marker)).first()
             if mrow is None:
                 raise exception.InstanceNotFound(instance_id=marker)
-            if sort_dir == "desc":
-                q = q.where((models.Instance.created_at < mrow.created_at) |
-                            ((models.Instance.created_at == mrow.created_at) &
-                             (models.Instance.id < mrow.id)))
-            else:
-                q = q.where((models.Instance.created_at > mrow.created_at) |
-                            ((models.Instance.created_at == mrow.created_at) &
-                             (models.Instance.id > mrow.id)))
+            # a row-value comparison, not (a < x OR a = x AND b < y): both
+            # databases start the index scan at the marker with it, where
+            # the OR form read every row before the marker (scenario C)
+            key = tuple_(models.Instance.created_at, models.Instance.id)
+            position = tuple_(mrow.created_at, mrow.id)
+            q = q.where(key < position if sort_dir == "desc" else key > position)
         q = q.order_by(*order)
         if not filters.get("name"):
             if limit:
