@@ -493,6 +493,9 @@ def parse_args(argv, default_config_files=None, conf=CONF, description=None):
     logging.set_defaults(default_log_levels=logging.get_default_log_levels() + [
         "oslo.messaging=WARN", "oslo_messaging=WARN", "amqp=WARN",
         "kombu=WARN", "stevedore=WARN", "alembic=WARN",
+        # "Loading backend: eventlet" at every start (oslo.messaging's
+        # server imports oslo.service; nothing here runs on eventlet)
+        "oslo_service.backend=WARN",
     ])
     if default_config_files is None:
         default_config_files = [p for p in ("/etc/volattach/volattach.conf",)

@@ -48,3 +48,21 @@ def test_manage_db_version_shows_both_databases(tmp_path):
     lines = after.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == ["compute", "volume"]
     assert all(line.endswith("(up to date)") for line in lines), lines
+
+
+def test_manage_reconcile_without_credentials_is_one_line(tmp_path):
+    """A configuration file that leaves [cinder] on keystone without
+    service credentials: one line saying so (and what volattach-all's
+    files need), exit status 1, no traceback."""
+    conf = tmp_path / "volattach.conf"
+    conf.write_text("[DEFAULT]\nstate_path = %s\n" % tmp_path)
+    assert _run("volattach-manage", "--config-file", str(conf), "db",
+                "sync").returncode == 0
+    result = _run("volattach-manage", "--config-file", str(conf),
+                  "attachments", "reconcile", "--dry-run", "--no-unplug")
+    assert result.returncode == 1, result
+    assert result.stderr.splitlines() == [
+        "volattach-manage: Connection to cinder host failed: no caller token "
+        "and no [cinder] service credentials (auth_type) to call the volume "
+        "service with (volattach-all's configuration? its default is "
+        "[cinder] auth_strategy = noauth: set it in this file)"], result.stderr
