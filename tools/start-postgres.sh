@@ -22,6 +22,12 @@
 #                          cannot reach the repository)
 #   VOLATTACH_PG_DB        database to create (default volattach_test)
 #   VOLATTACH_PG_TIMEOUT   seconds to wait for the server (default 60)
+#   VOLATTACH_PG_LISTEN    one more address to listen on, beside 127.0.0.1
+#                          (e.g. a network namespace's own address when the
+#                          script runs in it with `ip netns exec`:
+#                          tests/several_hosts); clients of the networks the
+#                          server is on (pg_hba's samenet) may log in, and
+#                          the URL printed names that address
 #
 # Stop it with: tools/start-postgres.sh --stop
 set -euo pipefail
@@ -217,9 +223,15 @@ full_page_writes = off
 CONF
     fi
 
-    log "starting PostgreSQL on 127.0.0.1:${PORT} (data $DATA, log $LOGFILE)"
+    listen_opt=""
+    if [ -n "${VOLATTACH_PG_LISTEN:-}" ]; then
+        listen_opt=" -c listen_addresses=127.0.0.1,${VOLATTACH_PG_LISTEN}"
+        grep -q "^host all all samenet" "$DATA/pg_hba.conf" \
+            || echo "host all all samenet scram-sha-256" >> "$DATA/pg_hba.conf"
+    fi
+    log "starting PostgreSQL on 127.0.0.1${VOLATTACH_PG_LISTEN:+,$VOLATTACH_PG_LISTEN}:${PORT} (data $DATA, log $LOGFILE)"
     # pg_ctl -w waits until the server accepts connections, bounded by -t.
-    if ! as_server_user "$PGBIN/pg_ctl" -D "$DATA" -l "$LOGFILE" -o "-p $PORT" \
+    if ! as_server_user "$PGBIN/pg_ctl" -D "$DATA" -l "$LOGFILE" -o "-p $PORT$listen_opt" \
             -w -t "$TIMEOUT" start >&2; then
         [ -f "$LOGFILE" ] && { log "--- tail of $LOGFILE"; tail -n 30 "$LOGFILE" >&2; }
         die "PostgreSQL did not start"
@@ -238,4 +250,4 @@ if [ "$(psql_super "$PORT" -d postgres -tAc "SELECT 1 FROM pg_database WHERE dat
     psql_super "$PORT" -d postgres -c "CREATE DATABASE \"${DB}\"" >&2
 fi
 log "PostgreSQL is ready on 127.0.0.1:${PORT}"
-echo "postgresql+psycopg2://${PGSUPER}:${PGPASS}@127.0.0.1:${PORT}/${DB}"
+echo "postgresql+psycopg2://${PGSUPER}:${PGPASS}@${VOLATTACH_PG_LISTEN:-127.0.0.1}:${PORT}/${DB}"

@@ -13,11 +13,19 @@
 #   VOLATTACH_RABBIT_TIMEOUT  seconds to wait for the broker (default 120)
 #   VOLATTACH_RABBIT_DIST_PORT  Erlang distribution port (default RabbitMQ's:
 #                             the AMQP port + 20000)
+#   VOLATTACH_RABBIT_LISTEN   the address of the AMQP listener (default
+#                             127.0.0.1), e.g. a network namespace's own
+#                             address when the script runs in it with
+#                             `ip netns exec` (tests/several_hosts); epmd and
+#                             Erlang distribution stay on loopback
 #   VOLATTACH_RABBIT_STATE_DIR  a node of its own, beside the system's: its
 #                             mnesia, logs and pid file (<dir>/rabbit.pid)
 #                             under this directory (handed to the rabbitmq
 #                             user), with empty config and enabled-plugins
 #                             files of its own (so no management listener);
+#                             (with VOLATTACH_RABBIT_LISTEN other than
+#                             127.0.0.1, loopback_users = none: guest may
+#                             log in from that address's network);
 #                             default: the system's /var/lib/rabbitmq,
 #                             /var/log/rabbitmq and /etc/rabbitmq
 #
@@ -30,7 +38,8 @@ set -euo pipefail
 PORT=${VOLATTACH_RABBIT_PORT:-5672}
 NODE=${VOLATTACH_RABBIT_NODE:-rabbit@localhost}
 TIMEOUT=${VOLATTACH_RABBIT_TIMEOUT:-120}
-URL="rabbit://guest:guest@127.0.0.1:${PORT}/"
+LISTEN=${VOLATTACH_RABBIT_LISTEN:-127.0.0.1}
+URL="rabbit://guest:guest@${LISTEN}:${PORT}/"
 
 log() { echo "start-rabbitmq: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -50,7 +59,7 @@ apt_install() {
 
 port_open() {
     # bash's /dev/tcp: true when something accepts connections on the port.
-    (exec 3<>"/dev/tcp/127.0.0.1/${PORT}") 2>/dev/null
+    (exec 3<>"/dev/tcp/${LISTEN}/${PORT}") 2>/dev/null
 }
 
 node_ready() {
@@ -61,7 +70,7 @@ node_ready() {
 
 # Loopback only (platform notes): the AMQP listener, epmd and Erlang
 # distribution all bind 127.0.0.1.
-export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+export RABBITMQ_NODE_IP_ADDRESS="$LISTEN"
 export RABBITMQ_NODE_PORT="$PORT"
 export ERL_EPMD_ADDRESS=127.0.0.1
 export RABBITMQ_NODENAME="$NODE"
@@ -83,11 +92,11 @@ fi
 
 if port_open; then
     if command -v rabbitmqctl >/dev/null && node_ready; then
-        log "RabbitMQ node $NODE already running on 127.0.0.1:${PORT}"
+        log "RabbitMQ node $NODE already running on ${LISTEN}:${PORT}"
     else
         # Something else (another node name, a broker started by hand)
         # answers on the port: use it as it is.
-        log "something already listens on 127.0.0.1:${PORT}; using it as the broker"
+        log "something already listens on ${LISTEN}:${PORT}; using it as the broker"
     fi
     echo "$URL"
     exit 0
@@ -99,19 +108,24 @@ fi
 command -v rabbitmq-server >/dev/null || die "rabbitmq-server still missing after install"
 
 if [ "$(id -u)" != 0 ] && [ "$(id -un)" != rabbitmq ]; then
-    die "no broker on 127.0.0.1:${PORT} and only root or the rabbitmq user can start one (sudo $0)"
+    die "no broker on ${LISTEN}:${PORT} and only root or the rabbitmq user can start one (sudo $0)"
 fi
 
 if [ -n "$STATE" ]; then
     mkdir -p "$RABBITMQ_MNESIA_BASE" "$LOG_DIR"
     [ -e "$RABBITMQ_CONFIG_FILE" ] || : > "$RABBITMQ_CONFIG_FILE"
+    # a node of its own on another address: guest may log in from there
+    # (RabbitMQ lets guest in over loopback only by default)
+    if [ "$LISTEN" != 127.0.0.1 ] && ! grep -q '^loopback_users' "$RABBITMQ_CONFIG_FILE"; then
+        echo "loopback_users = none" >> "$RABBITMQ_CONFIG_FILE"
+    fi
     [ -e "$RABBITMQ_ENABLED_PLUGINS_FILE" ] || echo "[]." > "$RABBITMQ_ENABLED_PLUGINS_FILE"
     if [ "$(id -u)" = 0 ] && id rabbitmq >/dev/null 2>&1; then
         chown -R rabbitmq "$STATE"
     fi
 fi
 
-log "starting RabbitMQ node $NODE on 127.0.0.1:${PORT}"
+log "starting RabbitMQ node $NODE on ${LISTEN}:${PORT}"
 rabbitmq-server -detached >&2 || log "rabbitmq-server -detached exited $? (checking whether the node came up anyway)"
 
 # await_startup exits at once (69) while the node has not registered with

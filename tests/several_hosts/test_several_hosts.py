@@ -1,0 +1,118 @@
+"""Attach, detach, read-only, multiattach and a live migration with real
+guests on two compute hosts, each in a network namespace of its own,
+their volumes served over NBD with TLS by the controller's volume
+service (README.md here).
+
+The tests run in file order on two guests: A on compute1, B on compute2;
+the last one moves A to compute2."""
+import os
+import uuid
+
+import pytest
+
+from tests.guest.test_data_path import (_attach, _detach, _read, _volume,
+                                        _write)
+from tests.several_hosts import topology
+
+WAIT = topology.WAIT
+
+
+@pytest.fixture(scope="module")
+def guests(hosts):
+    return hosts.boot("sh-a", "compute1"), hosts.boot("sh-b", "compute2")
+
+
+def _nbd_peers(hosts):
+    """The addresses connected to the controller's NBD server."""
+    return hosts.net.established("controller", topology.EXPORT_PORT)
+
+
+def test_each_host_runs_in_its_own_namespace(hosts):
+    net, dep = hosts.net, hosts.dep
+    spaces = {host: hosts.namespace_of(net.pids(host)[0])
+              for host in net.hosts}
+    assert len(set(spaces.values())) == 3, spaces
+    for name, proc in dep.processes.items():
+        host = name if name in topology.COMPUTES else "controller"
+        assert hosts.namespace_of(proc.pid) == spaces[host], name
+    assert hosts.namespace_of(os.getpid()) not in spaces.values()
+    # the broker and the database are reached over the controller's
+    # address, by every host: nothing goes over a loopback
+    ctl = net.ips["controller"]
+    for port in (topology.RABBIT_PORT, topology.PG_PORT):
+        peers = net.established("controller", port)
+        assert not [p for p in peers if p.startswith("127.")], (port, peers)
+    rabbit = net.established("controller", topology.RABBIT_PORT)
+    assert {net.ips["compute1"], net.ips["compute2"], ctl} <= set(rabbit), \
+        rabbit
+    code, body, _ = hosts.api.request("GET", "/os-services")
+    up = {s["host"] for s in body["services"]
+          if s["binary"] == "volattach-compute" and s["state"] == "up"}
+    assert up == set(topology.COMPUTES), body
+
+
+def test_read_write_and_read_only_across_hosts(hosts, guests):
+    """A multiattach volume, read-write on compute1's guest and read-only
+    on compute2's: each host's QEMU connects from its own address, with its
+    own certificate; what A writes, B reads; B cannot write."""
+    a, b = guests
+    api, volumes, net = hosts.api, hosts.volumes, hosts.net
+    code, body, _ = volumes.create_volume_type(
+        "multiattach-%s" % uuid.uuid4().hex[:6], {"multiattach": "<is> True"})
+    assert code == 200, (code, body)
+    volume_id = _volume(volumes, volume_type=body["volume_type"]["name"])
+
+    dev_a, size_a, ro_a = _attach(api, volumes, a, volume_id, "rw")
+    assert _nbd_peers(hosts) == [net.ips["compute1"]]
+    dev_b, size_b, ro_b = _attach(api, volumes, b, volume_id, "ro")
+    assert size_a == size_b == 1024 ** 3
+    assert (ro_a, ro_b) == ("0", "1")
+    assert _nbd_peers(hosts) == sorted([net.ips["compute1"],
+                                        net.ips["compute2"]])
+    rows = volumes.attachment_hosts(volume_id)
+    assert sorted(host for _, host in rows) == ["compute1", "compute2"], rows
+
+    pattern = "sh-%s" % uuid.uuid4().hex[:8]
+    _write(a, dev_a, pattern)
+    assert pattern in _read(b, dev_b, len(pattern))
+    status, out = b.run("echo x | dd of=/dev/%s bs=512 seek=2048 count=1 "
+                        "conv=sync" % dev_b)
+    assert status != 0 and "Operation not permitted" in out, out
+
+    _detach(api, a, volume_id)
+    volumes.wait_for_volume_status(volume_id, "in-use")     # B still has it
+    assert _nbd_peers(hosts) == [net.ips["compute2"]]
+    _detach(api, b, volume_id)
+    volumes.wait_for_volume_status(volume_id, "available")
+    assert _nbd_peers(hosts) == []
+
+
+def test_live_migration_between_hosts(hosts, guests):
+    """A, with a volume, moves from compute1 to compute2: its memory goes
+    over the bridge to compute2's address, its NBD connection then comes
+    from compute2."""
+    a, _ = guests
+    api, volumes, net = hosts.api, hosts.volumes, hosts.net
+    volume_id = _volume(volumes)
+    dev = _attach(api, volumes, a, volume_id, "rw")[0]
+    pattern = "lm-%s" % uuid.uuid4().hex[:8]
+    _write(a, dev, pattern)
+    assert a.run("echo %s > /tmp/mark" % pattern)[0] == 0
+    assert _nbd_peers(hosts) == [net.ips["compute1"]]
+
+    moved = api.live_migrate(a.id, "compute2", timeout=WAIT)
+    assert (moved["OS-EXT-SRV-ATTR:host"], moved["status"]) \
+        == ("compute2", "ACTIVE"), moved
+    assert a.id not in hosts.domains("compute1")
+    assert a.id in hosts.domains("compute2")
+    assert _nbd_peers(hosts) == [net.ips["compute2"]]
+    moved_guest = hosts.guest(a.id, "compute2")
+    status, out = moved_guest.run("cat /tmp/mark")
+    assert status == 0 and pattern in out, out
+    assert pattern in _read(moved_guest, dev, len(pattern))
+    rows = volumes.attachment_hosts(volume_id)
+    assert [host for _, host in rows] == ["compute2"], rows
+
+    _detach(api, moved_guest, volume_id)
+    volumes.wait_for_volume_status(volume_id, "available")
+    assert _nbd_peers(hosts) == []
