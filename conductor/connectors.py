@@ -1,4 +1,5 @@
-"""The host connectors of computes, as the conductor reads them.
+"""The host connectors of computes, as the conductor reads them
+(``HostConnectors``, a collaborator the conductor's tasks get injected).
 
 A compute writes its volume connector (initiator, IP, host...) into its
 services row when it starts; every attach, build, unshelve, swap and live
@@ -18,6 +19,9 @@ compute that registers is seen at once.
 """
 import time
 
+from volattach.compute import rpcapi as compute_rpcapi
+from volattach import exception
+from volattach import objects
 from volattach import servicegroup
 
 
@@ -38,3 +42,26 @@ class ConnectorCache(servicegroup.RecentRows):
         or None when the host has no service row or no connector."""
         service = super().get(host, load)
         return dict(service.connector) if service is not None else None
+
+
+class HostConnectors:
+    """The connectors the conductor's workflows connect volumes with: one
+    per conductor (its ``ConnectorCache`` shared by every workflow run)."""
+
+    def __init__(self, cache=None):
+        self.cache = cache if cache is not None else ConnectorCache()
+
+    def get(self, context, host, device_name=None, attach_mode=None):
+        """The host connector of ``host``'s compute, with the mountpoint
+        and the attach mode (the way the multiattach-enhancements spec
+        passes the mode to Cinder) of one volume; ComputeHostNotFound when
+        the host has no compute service or no connector."""
+        connector = self.cache.get(
+            host, lambda: objects.Service.get_by_host_and_binary(
+                context.elevated(), host, compute_rpcapi.BINARY))
+        if connector is None:
+            raise exception.ComputeHostNotFound(host=host)
+        if device_name:
+            connector["mountpoint"] = device_name
+        connector["mode"] = attach_mode or "rw"
+        return connector

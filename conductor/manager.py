@@ -6,7 +6,6 @@ import logging
 import oslo_messaging as messaging
 from oslo_utils import versionutils
 
-from volattach import objects
 from volattach.compute import rpcapi as compute_rpcapi
 from volattach.conductor import connectors
 from volattach.conductor.tasks import attach
@@ -19,7 +18,6 @@ from volattach.conductor.tasks import rebuild
 from volattach.conductor.tasks import shelve
 from volattach.conductor.tasks import swap
 from volattach.objects import base as objects_base
-from volattach import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -73,8 +71,7 @@ class ComputeTaskManager:
         self.compute_rpcapi = compute_rpcapi.ComputeAPI()
         self.volume_api = volume_api
         # the computes' connectors, read a moment ago (conductor.connectors)
-        self._connectors = connectors.ConnectorCache()
-        self._attach = attach.AttachVolumeTask(self)
+        self.connectors = connectors.HostConnectors()
         self._detach = detach.DetachVolumeTask(self)
         self._swap = swap.SwapVolumeTask(self)
         self._build = build.BuildTask(self)
@@ -84,26 +81,20 @@ class ComputeTaskManager:
         self._live_migration = live_migrate.LiveMigrationTask(self)
         self._delete = delete.DeleteTask(self)
 
-    def _connector(self, context, host, device_name=None, attach_mode=None):
-        """The host connector of a compute, with the mountpoint and the
-        attach mode (the way the multiattach-enhancements spec passes the
-        mode to Cinder) of one volume."""
-        connector = self._connectors.get(
-            host, lambda: objects.Service.get_by_host_and_binary(
-                context.elevated(), host, compute_rpcapi.BINARY))
-        if connector is None:
-            raise exception.ComputeHostNotFound(host=host)
-        if device_name:
-            connector["mountpoint"] = device_name
-        connector["mode"] = attach_mode or "rw"
-        return connector
+    def _collaborators(self):
+        """What a task run is built with (``tasks.base.TaskBase``)."""
+        return {"compute_rpcapi": self.compute_rpcapi,
+                "volume_api": self.volume_api,
+                "connectors": self.connectors}
 
     def attach_volume(self, context, instance, volume_id, device=None, tag=None,
                       delete_on_termination=False, attach_mode=None):
-        """Returns the device name (see ``tasks.attach``)."""
-        return self._attach.attach_volume(
+        """Returns the device name (see ``tasks.attach``); a failure,
+        rolled back, is raised to the caller."""
+        return attach.AttachVolumeTask(
             context, instance, volume_id, device=device, tag=tag,
-            delete_on_termination=delete_on_termination, attach_mode=attach_mode)
+            delete_on_termination=delete_on_termination,
+            attach_mode=attach_mode, **self._collaborators()).execute()
 
     def detach_volume(self, context, instance, volume_id):
         self._detach.detach_volume(context, instance, volume_id)

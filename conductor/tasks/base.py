@@ -1,9 +1,26 @@
-"""What the conductor's workflows share: the instance-action event around a
-step, the compute version a server's volumes need, ``retry_transient`` for
-the steps that may run again, and ``TaskBase``, the volume and compute
-clients with the steps several workflows take (connect and complete a
-server's volumes, delete an attachment during a rollback, one host-local
-state change, put a task state back).
+"""What the conductor's workflows share: ``TaskBase``, the shape of one run
+of a workflow (Nova's conductor task: ``execute`` runs ``_execute``, whose
+steps record how to undo themselves, and on failure ``rollback`` undoes
+those steps, newest first), the instance-action event around a workflow,
+the compute version a server's volumes need, and ``retry_transient`` for
+the steps that may run again.
+
+How a task records its steps (``TaskBase``):
+
+* ``_did(what, undo, ...)``: a step that completed; its undo goes on the
+  task's stack.
+* ``with _attempt(what, undo, ..., unknown=ERRORS) as step``: a step whose
+  outcome an error may leave unknown (an RPC call with no answer, a create
+  that may have happened without one): its undo is recorded when the body
+  completes AND when it raises one of ``unknown``; any other error means
+  the step did not happen and records nothing.  The body may name a
+  better undo once it knows more (``step.undo_by``: the record the
+  reserve answered with, the attachment id the create returned).
+* ``_commit_steps()``: past this point the workflow only goes forward (a
+  volume unplugged, a guest moved): a later failure undoes nothing before.
+* ``rollback(error)`` pops the stack and runs each undo; one that fails is
+  logged and the others still run.  A task extends ``rollback`` to record
+  the failure (instance-action event, notification) after the undos.
 
 A restart of the database or of the volume service (or a request that one
 of them refused with 503 meanwhile) must not leave a workflow half done:
@@ -20,10 +37,13 @@ back, undoing what the compute may have done all the same (the attach
 unplugs; the reserve's record is found by its uuid).  The one compute call
 asked again is a detach with no answer (``detach.DetachVolumeTask``): its
 host-local work is idempotent."""
+import contextlib
+import functools
 import logging
 import socket
 import time
 
+from oslo_utils import excutils
 import tenacity
 
 from volattach import objects
@@ -110,9 +130,131 @@ def min_version_for(context, instance):
     return None
 
 
+class Step:
+    """The undo of one step of a task: ``what`` it does (for the log) and
+    the call that does it."""
+
+    __slots__ = ("what", "undo")
+
+    def __init__(self, what, undo):
+        self.what = what
+        self.undo = undo
+
+    def undo_by(self, what, fn, *args, **kwargs):
+        """Undo this step with ``fn(*args, **kwargs)`` instead."""
+        self.what = what
+        self.undo = functools.partial(fn, *args, **kwargs)
+
+
 class TaskBase:
-    """A workflow of ``ComputeTaskManager`` (``manager``): it uses the
-    manager's compute RPC client, volume client and connector cache."""
+    """One run of one workflow, built per request with its arguments and
+    the conductor's collaborators: ``compute_rpcapi`` (the computes' RPC
+    client), ``volume_api`` (the Cinder client) and ``connectors``
+    (``conductor.connectors.HostConnectors``).
+
+    ``execute()`` runs ``_execute()``; when it raises, ``rollback(error)``
+    undoes the recorded steps (newest first) and the error is raised again.
+    ``_on_success()`` runs after ``_execute`` returned, outside the
+    rollback's reach (recording the event: a step that fails there must
+    not undo a workflow that is done).
+    """
+
+    def __init__(self, context, instance, *, compute_rpcapi, volume_api,
+                 connectors):
+        self.context = context
+        self.instance = instance
+        self.compute_rpcapi = compute_rpcapi
+        self.volume_api = volume_api
+        self.connectors = connectors
+        self._undo = []
+
+    def execute(self):
+        try:
+            result = self._execute()
+        except Exception as error:
+            with excutils.save_and_reraise_exception():
+                self.rollback(error)
+        self._on_success()
+        return result
+
+    def _execute(self):
+        raise NotImplementedError()
+
+    def _on_success(self):
+        pass
+
+    def rollback(self, error):
+        """Undo the recorded steps, newest first.  An undo that fails is
+        logged and the others still run."""
+        while self._undo:
+            step = self._undo.pop()
+            try:
+                step.undo()
+            except Exception:
+                LOG.exception("%s of %s: could not %s during rollback",
+                              type(self).__name__, self.instance.uuid,
+                              step.what)
+
+    def _did(self, what, undo, *args, **kwargs):
+        """Record a completed step: ``undo(*args, **kwargs)`` undoes it."""
+        step = Step(what, functools.partial(undo, *args, **kwargs))
+        self._undo.append(step)
+        return step
+
+    @contextlib.contextmanager
+    def _attempt(self, what, undo, *args, unknown=(Exception,), **kwargs):
+        """Around a step whose outcome one of ``unknown`` leaves open: its
+        undo is recorded when the body completes or raises one of those
+        (undoing a step that did not happen must be harmless); another
+        error records nothing.  Yields the ``Step``."""
+        step = Step(what, functools.partial(undo, *args, **kwargs))
+        try:
+            yield step
+        except unknown:
+            self._undo.append(step)
+            raise
+        self._undo.append(step)
+
+    def _commit_steps(self):
+        """The steps so far are final: a later failure undoes none of them."""
+        self._undo.clear()
+
+    # -- steps and undos several workflows share ---------------------------
+
+    def _connector(self, host, device_name=None, attach_mode=None):
+        return self.connectors.get(self.context, host, device_name,
+                                   attach_mode)
+
+    def _delete_attachment(self, attachment_id):
+        """Delete an attachment (an undo): one already gone is fine."""
+        try:
+            retry_transient(self.volume_api.attachment_delete, self.context,
+                            attachment_id)
+        except exception.VolumeAttachmentNotFound:
+            pass
+
+    def _check_server_kept(self, method):
+        """Raise unless the server still exists and is not being deleted
+        (read again: a delete may have started since the API's checks)."""
+        fresh = retry_transient(objects.Instance.get_by_uuid, self.context,
+                                self.instance.uuid)
+        if fresh.task_state == "deleting":
+            raise exception.InstanceInvalidState(
+                method=method, instance_uuid=self.instance.uuid,
+                attr="task_state", state=fresh.task_state)
+
+    def _reset_task_state(self, task_state):
+        """Put the server's task state back to None (an undo), only while
+        it is still ``task_state``."""
+        self.instance.task_state = None
+        retry_transient(self.instance.save, expected_task_state=[task_state])
+
+
+
+class ManagerTask:
+    """The earlier shape, kept for the workflows not converted to
+    ``TaskBase`` yet: one object per manager, its steps helpers over the
+    manager's compute RPC client, volume client and connectors."""
 
     def __init__(self, manager):
         self.manager = manager
@@ -126,7 +268,8 @@ class TaskBase:
         return self.manager.volume_api
 
     def _connector(self, context, host, device_name=None, attach_mode=None):
-        return self.manager._connector(context, host, device_name, attach_mode)
+        return self.manager.connectors.get(context, host, device_name,
+                                           attach_mode)
 
     def _connect_volumes(self, context, host, bdms):
         """attachment_update of every reserved volume BDM with ``host``'s

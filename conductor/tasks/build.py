@@ -11,7 +11,7 @@ from volattach import exception
 LOG = logging.getLogger(__name__)
 
 
-class BuildTask(base.TaskBase):
+class BuildTask(base.ManagerTask):
     """Build the servers the API created (task_state scheduling)."""
 
     def build_instances(self, context, instances):

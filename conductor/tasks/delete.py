@@ -12,7 +12,7 @@ LOG = logging.getLogger(__name__)
 RELEASE_TRIES = 5
 
 
-class DeleteTask(base.TaskBase):
+class DeleteTask(base.ManagerTask):
     """The delete of a server on a host (the API deletes a server on no
     up host itself, with ``release_instance_volumes``)."""
 

@@ -15,7 +15,7 @@ LOG = logging.getLogger(__name__)
 MOVING_TASK_STATES = ("migrating", "shelving", "shelving_offloading")
 
 
-class DetachVolumeTask(base.TaskBase):
+class DetachVolumeTask(base.ManagerTask):
     """Unplug, delete the attachment, destroy the record."""
 
     def detach_volume(self, context, instance, volume_id):

@@ -36,7 +36,7 @@ def _flavor_id(instance):
         return None
 
 
-class LiveMigrationTask(base.TaskBase):
+class LiveMigrationTask(base.ManagerTask):
     """os-migrateLive's workflow."""
 
     def live_migrate_instance(self, context, instance, host=None):

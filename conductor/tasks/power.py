@@ -4,7 +4,7 @@ from volattach.conductor.tasks import base
 from volattach.objects import instance as instance_obj
 
 
-class PowerTask(base.TaskBase):
+class PowerTask(base.ManagerTask):
     """The power actions (``TaskBase._power_action``)."""
 
     def stop_instance(self, context, instance):

@@ -15,7 +15,7 @@ LOG = logging.getLogger(__name__)
 REIMAGE_TIMEOUT = 300.0
 
 
-class RebuildTask(base.TaskBase):
+class RebuildTask(base.ManagerTask):
     """The rebuild action's workflow (Nova's rebuild on the same host)."""
 
     def rebuild_instance(self, context, instance, reimage_image_id=None):

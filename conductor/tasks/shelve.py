@@ -11,7 +11,7 @@ from volattach import exception
 LOG = logging.getLogger(__name__)
 
 
-class ShelveTask(base.TaskBase):
+class ShelveTask(base.ManagerTask):
     """Shelve (and offload), offload later, unshelve."""
 
     def shelve_instance(self, context, instance, offload):

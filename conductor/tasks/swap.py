@@ -9,7 +9,7 @@ from volattach.objects.notification import notify_volume
 LOG = logging.getLogger(__name__)
 
 
-class SwapVolumeTask(base.TaskBase):
+class SwapVolumeTask(base.ManagerTask):
     """Move a volume record onto the new volume's attachment.  Every step
     but the compute's swap waits out a restart of the database or the
     volume service (``base.retry_transient``)."""

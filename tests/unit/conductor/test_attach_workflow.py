@@ -7,6 +7,7 @@ import pytest
 
 import volattach  # noqa: F401
 from volattach import objects
+from volattach.conductor import connectors
 from volattach.conductor import manager
 from volattach import exception
 from volattach import rpc
@@ -51,9 +52,9 @@ def workflow():
     volume.attachment_update.return_value = {"id": "att-1",
                                              "connection_info": {"driver_volume_type": "fake"}}
     with mock.patch.object(manager, "compute_rpcapi"), \
-            mock.patch.object(manager.objects, "InstanceActionEvent") as events, \
-            mock.patch.object(manager.objects, "Instance") as instances, \
-            mock.patch.object(manager.ComputeTaskManager, "_connector",
+            mock.patch.object(objects, "InstanceActionEvent") as events, \
+            mock.patch.object(objects, "Instance") as instances, \
+            mock.patch.object(connectors.HostConnectors, "get",
                               return_value={"host": "h1"}) as connector:
         instances.get_by_uuid.return_value = types.SimpleNamespace(
             uuid="inst-1", host="h1", task_state=None)
@@ -123,7 +124,7 @@ def test_an_unanswered_reserve_destroys_the_record_it_made(workflow, error):
         made.append(Record(kwargs["bdm_uuid"]))
         raise error
     w.compute.reserve_block_device_name.side_effect = reserve
-    with mock.patch.object(manager.objects, "BlockDeviceMappingList") as listing:
+    with mock.patch.object(objects, "BlockDeviceMappingList") as listing:
         listing.get_by_instance_uuid.side_effect = lambda ctxt, uuid: [
             other] + made
         with pytest.raises(type(error)):
@@ -142,7 +143,7 @@ def test_a_refused_reserve_destroys_nothing(workflow):
     other = Record("other-attach")
     w.compute.reserve_block_device_name.side_effect = \
         exception.VolumeAlreadyAttached(volume_id="vol-1", server_id="inst-1")
-    with mock.patch.object(manager.objects, "BlockDeviceMappingList") as listing:
+    with mock.patch.object(objects, "BlockDeviceMappingList") as listing:
         listing.get_by_instance_uuid.return_value = [other]
         with pytest.raises(exception.VolumeAlreadyAttached):
             w.tm.attach_volume(w.ctx, w.instance, "vol-1")
@@ -216,7 +217,7 @@ def test_read_only_attach_reserves_ro_and_tells_connector_and_compute(workflow):
 
 def test_older_compute_reads_the_mappings_itself(workflow):
     w = workflow
-    with mock.patch.object(manager.objects, "BlockDeviceMappingList") as listing:
+    with mock.patch.object(objects, "BlockDeviceMappingList") as listing:
         w.tm.attach_volume(w.ctx, w.instance, "vol-1", device="/dev/vdc", tag="t")
     listing.get_by_instance_uuid.assert_not_called()
     w.compute.reserve_block_device_name.assert_called_once_with(
@@ -227,7 +228,7 @@ def test_older_compute_reads_the_mappings_itself(workflow):
 def test_compute_1_4_gets_the_mappings_with_the_reserve(workflow):
     w = workflow
     w.compute.sends_mappings_with_reserve.return_value = True
-    with mock.patch.object(manager.objects, "BlockDeviceMappingList") as listing:
+    with mock.patch.object(objects, "BlockDeviceMappingList") as listing:
         w.tm.attach_volume(w.ctx, w.instance, "vol-1", delete_on_termination=True)
     w.compute.sends_mappings_with_reserve.assert_called_once_with("h1")
     listing.get_by_instance_uuid.assert_called_once_with(w.ctx, "inst-1")

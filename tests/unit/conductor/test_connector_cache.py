@@ -1,4 +1,4 @@
-"""conductor.connectors.ConnectorCache and the conductor's ``_connector``: a
+"""conductor.connectors: ``ConnectorCache`` and ``HostConnectors.get``: a
 compute's connector read a moment ago is not read again; a host without a
 service or a connector is read every time."""
 import types
@@ -97,11 +97,11 @@ def test_clear_forgets_every_host():
     assert len(calls) == 2
 
 
-# -- the conductor's _connector -----------------------------------------------------
+# -- HostConnectors, the conductor's collaborator ---------------------------------
 @pytest.fixture
 def task_manager():
     with mock.patch.object(manager, "compute_rpcapi"), \
-            mock.patch.object(manager.objects, "Service") as service:
+            mock.patch.object(connectors.objects, "Service") as service:
         tm = manager.ComputeTaskManager(volume_api=mock.Mock())
         yield tm, service.get_by_host_and_binary
 
@@ -110,8 +110,8 @@ def test_connector_adds_mountpoint_and_mode_to_a_cached_read(task_manager):
     tm, get = task_manager
     get.return_value = _service(dict(CONNECTOR))
     ctx = mock.Mock()
-    first = tm._connector(ctx, "h1", "/dev/vdb", "ro")
-    second = tm._connector(ctx, "h1", "/dev/vdc", None)
+    first = tm.connectors.get(ctx, "h1", "/dev/vdb", "ro")
+    second = tm.connectors.get(ctx, "h1", "/dev/vdc", None)
     assert first == dict(CONNECTOR, mountpoint="/dev/vdb", mode="ro")
     assert second == dict(CONNECTOR, mountpoint="/dev/vdc", mode="rw")
     assert get.call_count == 1
@@ -123,5 +123,5 @@ def test_connector_of_an_unknown_host_raises_every_time(task_manager, row):
     get.return_value = row
     for _ in range(2):
         with pytest.raises(exception.ComputeHostNotFound):
-            tm._connector(mock.Mock(), "h9")
+            tm.connectors.get(mock.Mock(), "h9")
     assert get.call_count == 2

@@ -10,6 +10,7 @@ import pytest
 
 import volattach  # noqa: F401
 from volattach import objects
+from volattach.conductor import connectors
 from volattach.conductor import manager
 from volattach.conductor import scheduler
 from volattach.conductor.tasks import base as tasks_base
@@ -66,13 +67,13 @@ def w():
     volume.attachment_update.side_effect = lambda ctx, att_id, connector, **k: {
         "id": att_id, "connection_info": {"attachment_id": att_id}}
     with mock.patch.object(manager, "compute_rpcapi") as rpcapi_module, \
-            mock.patch.object(manager.objects, "InstanceActionEvent") as events, \
-            mock.patch.object(manager.objects, "BlockDeviceMappingList") as bdm_list, \
-            mock.patch.object(manager.objects, "Service") as service, \
+            mock.patch.object(objects, "InstanceActionEvent") as events, \
+            mock.patch.object(objects, "BlockDeviceMappingList") as bdm_list, \
+            mock.patch.object(objects, "Service") as service, \
             mock.patch.object(scheduler, "select_host",
                               return_value="dest") as select, \
             mock.patch.object(tasks_base, "min_version_for", return_value=3), \
-            mock.patch.object(manager.ComputeTaskManager, "_connector",
+            mock.patch.object(connectors.HostConnectors, "get",
                               side_effect=lambda ctx, host, dev, mode: {
                                   "host": host, "mode": mode}):
         rpcapi_module.BINARY = "volattach-compute"

@@ -339,7 +339,8 @@ def _swap(during_compute_swap=None):
     ctx, instance_uuid, record = _stored_record("att-old")
     volume = RecordingVolumeAPI(None, None)
     manager = _manager(volume)
-    manager._connector = lambda *args: {"host": "h1"}
+    manager.connectors = types.SimpleNamespace(
+        get=lambda *args: {"host": "h1"})
     if during_compute_swap is not None:
         manager.compute_rpcapi.swap_volume.side_effect = \
             lambda *a: during_compute_swap(ctx, instance_uuid)
@@ -384,7 +385,8 @@ def test_an_unshelve_leaves_a_record_a_swap_moved(database):
     volume = RecordingVolumeAPI(
         "attachment_update", _move(ctx, instance_uuid, "vol-2", "att-vol-2"))
     manager = _manager(volume)
-    manager._connector = lambda *args: {"host": "h2"}
+    manager.connectors = types.SimpleNamespace(
+        get=lambda *args: {"host": "h2"})
     task = shelve_task.ShelveTask(manager)
     with pytest.raises(exception.InstanceInvalidState):
         task._connect_volumes(ctx, "h2", read_by_unshelve)

@@ -11,6 +11,7 @@ import pytest
 import volattach  # noqa: F401
 from volattach import exception
 from volattach import objects
+from volattach.conductor import connectors
 from volattach.conductor import manager
 from volattach.conductor.tasks import base
 from volattach.conductor.tasks import detach as detach_task
@@ -99,9 +100,9 @@ def attach():
     volume.attachment_update.return_value = {
         "id": "att-1", "connection_info": {"driver_volume_type": "fake"}}
     with mock.patch.object(manager, "compute_rpcapi"), \
-            mock.patch.object(manager.objects, "InstanceActionEvent") as events, \
-            mock.patch.object(manager.objects, "Instance") as instances, \
-            mock.patch.object(manager.ComputeTaskManager, "_connector",
+            mock.patch.object(objects, "InstanceActionEvent") as events, \
+            mock.patch.object(objects, "Instance") as instances, \
+            mock.patch.object(connectors.HostConnectors, "get",
                               return_value={"host": "h1"}):
         instances.get_by_uuid.return_value = types.SimpleNamespace(
             uuid="inst-1", host="h1", task_state=None)
