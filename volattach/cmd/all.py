@@ -8,7 +8,12 @@ configuration says otherwise (``transport_url``: ``kombu+memory:////`` for
 kombu's in-memory transport, or a RabbitMQ URL).  The README's first command
 runs this.  The API is served by waitress in this process
 (``volattach.embedded_server``: gunicorn would fork, and an in-process
-bus does not cross processes).
+bus does not cross processes).  Both listening sockets are bound before
+anything else (``volattach.listen``): a port in use is one line naming the
+address and the option, exit status 1, with nothing migrated or started.
+The Cinder client and the volume service's compute client follow ``[volume]``
+and ``[api]`` listen/port unless ``[cinder] endpoint`` and ``[volume]
+compute_endpoint`` say otherwise.
 """
 import logging
 import sys
