@@ -584,6 +584,11 @@ class PeriodicReconciler:
                 context, self.volume_api, self.grace_seconds,
                 compute_rpcapi=self.compute_rpcapi)
             return self.last_report
+        except exception.VolattachException as error:
+            # the volume service unreachable, no credentials to call it:
+            # one line per pass, the next pass tries again
+            LOG.warning("reconcile pass failed: %s", error)
+            return None
         except Exception:
             LOG.exception("reconcile pass failed")
             return None

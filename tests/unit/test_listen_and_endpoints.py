@@ -65,3 +65,26 @@ def test_reconcile_admin_context_under_noauth_has_its_own_token():
     user, project, roles = context.auth_token.split(":")
     assert (user, project) == (context.user_id, context.project_id)
     assert "admin" in roles.split(",")
+
+
+def test_periodic_pass_failing_on_the_volume_service_is_one_line(
+        monkeypatch, caplog):
+    """No credentials or no volume service: a WARNING line per pass, no
+    traceback every reconcile_interval."""
+    import logging
+
+    from volattach import exception
+
+    class NoCinder:
+        def attachment_list(self, context, **kwargs):
+            raise exception.CinderConnectionFailed(reason="no credentials")
+
+    monkeypatch.setattr(reconcile, "is_leader", lambda context, host: True)
+    periodic = reconcile.PeriodicReconciler("c1", NoCinder(), None, 0, 0)
+    with caplog.at_level(logging.WARNING, logger=reconcile.LOG.name):
+        assert periodic.run_once() is None
+    [record] = [r for r in caplog.records if r.name == reconcile.LOG.name]
+    assert record.levelno == logging.WARNING and record.exc_info is None
+    assert record.getMessage() == (
+        "reconcile pass failed: Connection to cinder host failed: no "
+        "credentials")
