@@ -1,9 +1,21 @@
 """A long soak of the interleaving and fuzzing tiers on the all-in-one
-deployment (every role in this process, real HTTP, SQLite).
+deployment (every role in this process, real HTTP, SQLite), or of fuzzed
+requests on the production shape (``--shape daemons``).
 
     .venv/bin/python -m benchmarks.soak --duration 600
     .venv/bin/python -m benchmarks.soak --duration 1800 --fuzz-examples 400
     .venv/bin/python -m benchmarks.soak --seed 1303 --duration 60   # replay
+    .venv/bin/python -m benchmarks.soak --shape daemons --requests 10000
+
+``--shape daemons``: the real daemons (volattach-api under gunicorn, the
+conductor, two computes, the volume service; ``tests.integration``'s
+deployment) over RabbitMQ and PostgreSQL (``VOLATTACH_TEST_RABBIT_URL``,
+``VOLATTACH_TEST_PG_URL``, loopback), sent ``--requests`` fuzzed requests
+drawn from the fuzz tier's strategies (schema bodies valid and mutated,
+hostile route ids, query values and body strings), one at a time, the
+fixture objects restored every ``--restore-every`` requests, at most
+``--max-seconds``.  Prints the count per status and every 5xx; exit status
+1 when there was one.
 
 Interleavings: seeds ``--seed``, ``--seed + 1``, ... each run until it finds
 a violation or ``--steps`` batches, until ``--duration`` seconds pass.
@@ -87,6 +99,101 @@ def _fuzz(args):
     return requests, errors, tail
 
 
+def _daemons(args):
+    """``--shape daemons`` (see the module docstring): the Tally."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+
+    from tests.fuzz import harness, test_paths, test_schemas
+    from tests.integration import conftest as integration
+
+    import warnings
+    from hypothesis.errors import HypothesisWarning
+    warnings.filterwarnings("ignore", category=HypothesisWarning)
+
+    cases = [(target, version, schema) for target in test_schemas.TARGETS
+             for version, schema in target[4]]
+    bodies = {}        # id(schema) -> its strategy (built once each)
+    tally = harness.Tally("daemons soak")
+    started = time.monotonic()
+    workdir = pathlib.Path(tempfile.mkdtemp(prefix="volattach-soak-daemons-"))
+    with integration.running_deployment(workdir) as dep:
+        state = harness.State(dep)
+        print("deployment ready in %.0f s; sending %d requests" % (
+            time.monotonic() - started, args.requests), flush=True)
+
+        def schema_request(data):
+            target, version, schema = data.draw(st.sampled_from(cases))
+            body = state.substitute(data.draw(st.integers(0, 2 ** 16)))(
+                data.draw(bodies.setdefault(id(schema),
+                                            harness.bodies(schema))))
+            status, answer, _ = test_schemas.send(state, target, version,
+                                                  body)
+            return ("schema", target[0], version), status, answer
+
+        def path_request(data):
+            service, method, template, body = data.draw(
+                st.sampled_from(test_paths.ID_ROUTES))
+            value = data.draw(test_paths.ids)
+            path = template.format(id=test_paths._quote(value),
+                                   server=state.server)
+            status, text = test_paths._send(
+                state, service, method, path, test_paths._fill(body, state),
+                version="2.89" if service == "compute" else "3.54")
+            return ("path", method, template, repr(value)[:60]), status, text
+
+        def query_request(data):
+            service, template = data.draw(st.sampled_from(test_paths.LISTS))
+            params = data.draw(st.lists(st.tuples(
+                st.sampled_from(test_paths.QUERY_KEYS),
+                st.one_of(harness.hostile_text,
+                          harness.boundary_integers.map(str))),
+                min_size=1, max_size=3))
+            query = "&".join("%s=%s" % (test_paths._quote(k),
+                                        test_paths._quote(v))
+                             for k, v in params)
+            status, text = test_paths._send(
+                state, service, "GET", template.format(server=state.server),
+                query=query, version="2.80" if service == "compute"
+                else "3.54")
+            return ("query", template, repr(params)[:80]), status, text
+
+        def body_request(data):
+            service, method, path, body, version = data.draw(
+                st.sampled_from(test_paths.BODY_FIELDS))
+            hostile = data.draw(harness.hostile_text)
+            status, text = test_paths._send(
+                state, service, method,
+                path.format(free=state.free, server=state.server),
+                test_paths._put(body, state, hostile), version=version)
+            return ("body", method, path, repr(hostile)[:60]), status, text
+
+        kinds = [schema_request, path_request, query_request, body_request]
+
+        @settings(max_examples=args.requests, deadline=None, database=None,
+                  phases=[Phase.generate], derandomize=False,
+                  suppress_health_check=list(HealthCheck))
+        @given(data=st.data())
+        def one(data):
+            if (tally.counts["requests"] >= args.requests
+                    or time.monotonic() - started > args.max_seconds):
+                return
+            what, status, answer = data.draw(st.sampled_from(kinds))(data)
+            tally.record(what, status, answer)
+            done = tally.counts["requests"]
+            if done % args.restore_every == 0:
+                state.restore()
+                print("[%5.0f s] %d requests, 5xx %d" % (
+                    time.monotonic() - started, done,
+                    len(tally.server_errors)), flush=True)
+
+        while (tally.counts["requests"] < args.requests
+               and time.monotonic() - started < args.max_seconds):
+            one()
+        state.restore()
+    return tally
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--duration", type=float, default=300,
@@ -101,7 +208,20 @@ def main(argv=None):
     parser.add_argument("--fuzz-examples", type=int, default=200,
                         help="examples per schema of the fuzzing tier "
                              "(0: no fuzzing)")
+    parser.add_argument("--shape", choices=("all-in-one", "daemons"),
+                        default="all-in-one")
+    parser.add_argument("--requests", type=int, default=10000,
+                        help="fuzzed requests of --shape daemons")
+    parser.add_argument("--restore-every", type=int, default=250)
+    parser.add_argument("--max-seconds", type=float, default=3600,
+                        help="time bound of --shape daemons")
     args = parser.parse_args(argv)
+    if args.shape == "daemons":
+        tally = _daemons(args)
+        print(tally.line())
+        for what, status, body in tally.server_errors:
+            print("5xx", status, what, body)
+        return 1 if tally.server_errors else 0
     total, violations = _interleave(args)
     print("interleavings: operations %d, interleavings %d, invariant "
           "checks %d, requests %d, 5xx %d, violations %d" % (
