@@ -15,7 +15,9 @@ def meta_data(instance):
         "uuid": instance.uuid,
         "name": instance.display_name or "",
         "hostname": instance.hostname or "",
-        "availability_zone": instance.availability_zone or "nova",
+        # the zone of the host, the only one (the server's
+        # availability_zone is what it is pinned to, maybe "zone:host")
+        "availability_zone": "nova",
         "launch_index": instance.launch_index,
         "meta": dict(instance.metadata or {}),
         "project_id": instance.project_id,

@@ -85,6 +85,15 @@ def test_config_drive_is_labelled_config_2(tmp_path):
     assert os.path.getsize(path) > 0
 
 
+@pytest.mark.parametrize("pinned", [None, "nova", "nova:compute1",
+                                    ":compute1"])
+def test_config_drive_names_the_hosts_zone(pinned):
+    instance = types.SimpleNamespace(
+        uuid="u1", display_name="s1", hostname="s1", availability_zone=pinned,
+        launch_index=0, metadata={}, project_id="p")
+    assert configdrive.meta_data(instance)["availability_zone"] == "nova"
+
+
 @pytest.mark.parametrize("version, warned", [(9_000_000, True),
                                              (9_002_000, False),
                                              (11_003_000, False)])
