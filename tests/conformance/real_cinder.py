@@ -14,6 +14,13 @@ URL (``http://127.0.0.1:<port>``; the API is under ``/v3/<project_id>``):
    capabilities), deleting that probe volume;
 4. on exit: SIGTERM, then SIGKILL after ``STOP_TIMEOUT`` seconds.
 
+``backend="rbd"`` runs Cinder's own RBD driver on the Ceph cluster of
+``tools/start-ceph.sh`` instead of the fake backend: ``ensure_ceph_user``
+gives Cinder a cephx user of its own (``RBD_USER``, caps ``profile rbd``
+on the pool, keyring at Ceph's standard path, where computes find it too),
+and its connections name ``RBD_SECRET_UUID`` as the libvirt secret.
+``ceph_unavailable()`` says why that cannot run here.
+
 When the package index cannot be reached the install fails: under CI
 (``CI=true``) the calling test fails with that message, otherwise it skips.
 Outside pytest pass ``on_unavailable`` (a callable taking the message) to
@@ -52,6 +59,13 @@ INDEX_UNREACHABLE = 3  # setup.sh's exit status
 PROJECT_ID = "6c6f63616c70726f6a65637430303031"
 USER_ID = "admin"
 TOKEN = "%s:%s" % (USER_ID, PROJECT_ID)
+
+
+CEPH_CONF = "/etc/ceph/ceph.conf"
+RBD_POOL = os.environ.get("VOLATTACH_TEST_CEPH_POOL", "volumes")
+RBD_USER = "cinder-real"
+# the libvirt secret of RBD_USER's key on computes (rbd_secret_uuid)
+RBD_SECRET_UUID = "5b0c1a4e-6d1f-4a8e-9c2e-72a1c1de29e0"
 
 
 class RealCinderError(RuntimeError):
@@ -101,6 +115,53 @@ def install(timeout=INSTALL_TIMEOUT):
             "tools/real-cinder/setup.sh failed (exit %d):\n%s"
             % (proc.returncode, proc.stderr[-3000:]))
     return os.path.join(venv, "bin", "python")
+
+
+def ceph_unavailable(pool=RBD_POOL):
+    """Why real Cinder's RBD driver cannot run here, or None: the Ceph
+    cluster of tools/start-ceph.sh, its pool, and Debian's rados/rbd
+    bindings (which the cinder venv links) must be there."""
+    import shutil
+    if not os.path.exists(CEPH_CONF):
+        return "no %s (tools/start-ceph.sh)" % CEPH_CONF
+    if shutil.which("ceph") is None or shutil.which("rbd") is None:
+        return "the ceph/rbd commands are missing (tools/start-ceph.sh)"
+    try:
+        subprocess.run(["rbd", "ls", pool], check=True, capture_output=True,
+                       timeout=20)
+    except (subprocess.SubprocessError, OSError) as e:
+        return "Ceph or its pool %s does not answer (tools/start-ceph.sh): " \
+            "%s" % (pool, getattr(e, "stderr", "") or e)
+    if subprocess.run(["/usr/bin/python3", "-c", "import rados, rbd"],
+                      capture_output=True).returncode != 0:
+        return "Debian's python3-rados/python3-rbd are missing " \
+            "(tools/start-ceph.sh installs them)"
+    return None
+
+
+def keyring_path(user, cluster="ceph"):
+    return "/etc/ceph/%s.client.%s.keyring" % (cluster, user)
+
+
+def ensure_ceph_user(user=RBD_USER, pool=RBD_POOL):
+    """The cephx user ``client.<user>`` of Cinder's RBD driver (created
+    when missing, as an operator does: ``profile rbd`` on ``pool``), its
+    keyring written to Ceph's standard path; returns that path."""
+    path = keyring_path(user)
+    proc = subprocess.run(
+        ["ceph", "auth", "get-or-create", "client.%s" % user,
+         "mon", "profile rbd", "osd", "profile rbd pool=%s" % pool,
+         "mgr", "profile rbd pool=%s" % pool],
+        capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise RealCinderError("ceph auth get-or-create client.%s: %s"
+                              % (user, proc.stderr.strip()))
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(proc.stdout)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return path
 
 
 def free_port(host="127.0.0.1"):
@@ -185,11 +246,15 @@ def stop(proc, timeout=STOP_TIMEOUT):
 @contextlib.contextmanager
 def start_real_cinder(tmp_dir, on_unavailable=None, debug=False,
                       start_timeout=START_TIMEOUT,
-                      install_timeout=INSTALL_TIMEOUT, transport_url=None):
+                      install_timeout=INSTALL_TIMEOUT, transport_url=None,
+                      backend="fake", rbd_pool=RBD_POOL, rbd_user=RBD_USER,
+                      rbd_secret_uuid=RBD_SECRET_UUID):
     """Install (once) and run a real Cinder 29.0.0; yields its root URL.
 
     ``transport_url``: oslo.messaging URL between Cinder's api, scheduler and
-    volume service (default ``fake:/``, in-memory, in its one process)."""
+    volume service (default ``fake:/``, in-memory, in its one process).
+    ``backend``: ``fake`` or ``rbd`` (Cinder's RBD driver on ``rbd_pool`` of
+    the local Ceph cluster as ``rbd_user``, made by ``ensure_ceph_user``)."""
     on_unavailable = on_unavailable or _pytest_unavailable
     try:
         python = install(install_timeout)
@@ -205,6 +270,13 @@ def start_real_cinder(tmp_dir, on_unavailable=None, debug=False,
         cmd.append("--debug")
     if transport_url:
         cmd += ["--transport-url", transport_url]
+    if backend == "rbd":
+        ensure_ceph_user(rbd_user, rbd_pool)
+        cmd += ["--backend", "rbd", "--rbd-pool", rbd_pool,
+                "--rbd-user", rbd_user, "--rbd-ceph-conf", CEPH_CONF,
+                "--rbd-secret-uuid", rbd_secret_uuid]
+    elif backend != "fake":
+        raise ValueError("backend must be fake or rbd, not %r" % backend)
     env = dict(os.environ)
     for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
         env.pop(var, None)

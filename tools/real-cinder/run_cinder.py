@@ -4,24 +4,35 @@ Run it with the python of the virtualenv that ``tools/real-cinder/setup.sh``
 made (never volattach's own .venv)::
 
     .ci-state/cinder-venv/bin/python tools/real-cinder/run_cinder.py PORT \
-        [--state-dir DIR] [--host NAME] [--debug]
+        [--state-dir DIR] [--host NAME] [--debug] \
+        [--backend rbd --rbd-pool POOL --rbd-user USER \
+         --rbd-ceph-conf /etc/ceph/ceph.conf --rbd-secret-uuid UUID]
 
 It writes ``DIR/cinder.conf`` (noauth with the project id in the URL,
 ``transport_url = fake:/`` unless ``--transport-url`` says otherwise, one
-``fake`` backend, SQLite in DIR, file-based
+backend, SQLite in DIR, file-based
 coordination and locks in DIR), migrates the database (what
 ``cinder-manage db sync`` does), then starts the scheduler, the volume
-service (host ``<host>@fake``) and the ``osapi_volume`` WSGI API in this one
+service (host ``<host>@<backend>``) and the ``osapi_volume`` WSGI API in this one
 process under oslo.service's ServiceLauncher: with the in-memory ``fake:/``
 transport the three can only talk inside one process.  When the API answers
 on http://127.0.0.1:PORT/ it prints ``READY http://127.0.0.1:PORT`` on
 stdout; Cinder's own log goes to ``DIR/cinder.log``.  SIGTERM or SIGINT
 stops it.
 
+The backend is ``fake`` (default: no storage at all) or ``rbd``: Cinder's own
+``cinder.volume.drivers.rbd.RBDDriver`` on a real Ceph cluster, as
+``--rbd-user`` (a cephx user whose keyring is at Ceph's standard path
+``/etc/ceph/<cluster>.client.<user>.keyring``), in ``--rbd-pool``, with
+``rbd_secret_uuid`` ``--rbd-secret-uuid`` (the uuid of the libvirt secret
+computes use; without it Cinder sends the cluster's fsid).  That driver
+imports Ceph's ``rados`` and ``rbd`` bindings: tools/real-cinder/setup.sh
+links Debian's into the venv.
+
 Two things differ from the stock ``cinder-*`` commands, both needed to run
 them in one process:
 
-* the volume driver is ``MultiattachFakeDriver`` below: Cinder's
+* the ``fake`` backend's volume driver is ``MultiattachFakeDriver`` below: Cinder's
   ``FakeLoggingVolumeDriver`` (shipped in the cinder package) plus the pool
   capability ``multiattach=True``, without which volumes of a multiattach
   type fail with NoValidBackend;
@@ -64,6 +75,7 @@ CONF = cfg.CONF
 LOG = logging.getLogger("run_cinder")
 
 BACKEND = "fake"
+RBD_DRIVER = "cinder.volume.drivers.rbd.RBDDriver"
 
 
 class MultiattachFakeDriver(fake_driver.FakeLoggingVolumeDriver):
@@ -137,9 +149,38 @@ def _class_path(cls):
     return "%s.%s" % (cls.__module__, cls.__qualname__)
 
 
+def backend_section(backend="fake", rbd_pool="volumes", rbd_user=None,
+                    rbd_ceph_conf="/etc/ceph/ceph.conf",
+                    rbd_secret_uuid=None):
+    """The ``[<backend>]`` section of cinder.conf."""
+    if backend == "fake":
+        return (f"volume_driver = {_class_path(MultiattachFakeDriver)}\n"
+                f"volume_backend_name = {backend}\n"
+                "target_ip_address = 127.0.0.1\n")
+    if backend != "rbd":
+        raise ValueError("unknown backend %r (fake or rbd)" % backend)
+    lines = [f"volume_driver = {RBD_DRIVER}",
+             f"volume_backend_name = {backend}",
+             f"rbd_pool = {rbd_pool}",
+             f"rbd_ceph_conf = {rbd_ceph_conf}",
+             # a volume is an image of its own, not a clone of a snapshot
+             "rbd_flatten_volume_from_snapshot = false",
+             # answer at once when the cluster is away (default: -1, never)
+             "rados_connect_timeout = 10"]
+    if rbd_user:
+        lines.append(f"rbd_user = {rbd_user}")
+    if rbd_secret_uuid:
+        lines.append(f"rbd_secret_uuid = {rbd_secret_uuid}")
+    return "\n".join(lines) + "\n"
+
+
 def write_config(state_dir, port, host, debug, report_interval,
-                 service_down_time, transport_url="fake:/"):
-    """Write ``state_dir/cinder.conf`` (and api-paste.ini); return its path."""
+                 service_down_time, transport_url="fake:/", backend=BACKEND,
+                 section=None):
+    """Write ``state_dir/cinder.conf`` (and api-paste.ini); return its path.
+
+    ``section``: the backend's section (``backend_section``'s)."""
+    section = section if section is not None else backend_section(backend)
     os.makedirs(os.path.join(state_dir, "locks"), exist_ok=True)
     os.makedirs(os.path.join(state_dir, "coordination"), exist_ok=True)
     paste = os.path.join(state_dir, "api-paste.ini")
@@ -153,7 +194,7 @@ host = {host}
 state_path = {state_dir}
 auth_strategy = noauth_include_project_id
 transport_url = {transport_url}
-enabled_backends = {BACKEND}
+enabled_backends = {backend}
 osapi_volume_listen = 127.0.0.1
 osapi_volume_listen_port = {port}
 osapi_volume_workers = 1
@@ -177,11 +218,8 @@ backend_url = file://{os.path.join(state_dir, "coordination")}
 [os_brick]
 lock_path = {os.path.join(state_dir, "locks")}
 
-[{BACKEND}]
-volume_driver = {_class_path(MultiattachFakeDriver)}
-volume_backend_name = {BACKEND}
-target_ip_address = 127.0.0.1
-""")
+[{backend}]
+{section}""")
     return path
 
 
@@ -210,7 +248,8 @@ def parse_args(argv):
                         help="database, config, locks and log "
                              "(default: .ci-state/real-cinder-<port>)")
     parser.add_argument("--host", default="cinderhost",
-                        help="service host name; the backend is <host>@fake")
+                        help="service host name; the backend is "
+                             "<host>@<backend>")
     parser.add_argument("--debug", action="store_true",
                         help="debug logging (slows every request down)")
     parser.add_argument("--transport-url", default="fake:/",
@@ -218,6 +257,14 @@ def parse_args(argv):
                              "volume (default fake:/, in-memory; its "
                              "listeners poll every 50 ms, which every RPC "
                              "call pays: use rabbit://... to measure)")
+    parser.add_argument("--backend", choices=("fake", "rbd"), default=BACKEND,
+                        help="fake (no storage) or rbd (Cinder's RBD driver)")
+    parser.add_argument("--rbd-pool", default="volumes")
+    parser.add_argument("--rbd-user", default=None,
+                        help="cephx user of the RBD driver (and of the "
+                             "connections it hands out)")
+    parser.add_argument("--rbd-ceph-conf", default="/etc/ceph/ceph.conf")
+    parser.add_argument("--rbd-secret-uuid", default=None)
     parser.add_argument("--report-interval", type=int, default=2)
     parser.add_argument("--service-down-time", type=int, default=10)
     return parser.parse_args(argv)
@@ -231,7 +278,11 @@ def main(argv=None):
         repo, ".ci-state", "real-cinder-%d" % args.port))
     conf_file = write_config(state_dir, args.port, args.host, args.debug,
                              args.report_interval, args.service_down_time,
-                             args.transport_url)
+                             args.transport_url, args.backend,
+                             backend_section(args.backend, args.rbd_pool,
+                                             args.rbd_user,
+                                             args.rbd_ceph_conf,
+                                             args.rbd_secret_uuid))
 
     objects.register_all()
     CONF(["--config-file", conf_file], project="cinder",
@@ -248,7 +299,7 @@ def main(argv=None):
     # The volume service first: the scheduler asks it for its capabilities
     # when it starts.
     volume = OwnIdService.create(
-        host="%s@%s" % (CONF.host, BACKEND), service_name=BACKEND,
+        host="%s@%s" % (CONF.host, args.backend), service_name=args.backend,
         binary=constants.VOLUME_BINARY, coordination=True)
     launcher.launch_service(volume)
     scheduler = OwnIdService.create(binary=constants.SCHEDULER_BINARY)

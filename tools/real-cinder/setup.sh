@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install a real OpenStack Cinder 29.0.0 into a virtualenv of its own, for
-# the conformance tests (tests/conformance) and benchmarks/cinder_latency.py.
+# the conformance tests (tests/conformance), the guest tier's real-Cinder
+# RBD test and benchmarks/cinder_latency.py.
 #
 #   tools/real-cinder/setup.sh [VENV]      default: .ci-state/cinder-venv
 #
@@ -9,16 +10,50 @@
 # 330 MB the first time; afterwards a stamp file in the venv makes this a
 # no-op (delete VENV to reinstall).  Prints the venv's python on the last
 # line.  Exit status 3: the package index could not be reached.
+#
+# Cinder's RBD driver needs Ceph's Python bindings, `rados` and `rbd`.  They
+# are not on PyPI: Debian's python3-rados and python3-rbd (installed with
+# Ceph by tools/start-ceph.sh) are extension modules built for Debian's own
+# /usr/bin/python3.  So when that interpreter imports them, the venv is made
+# from it (PYTHON overrides) and the two modules are linked into the venv's
+# site-packages; its other Debian packages stay out of the venv.  Without
+# them Cinder still runs its fake backend (run_cinder.py --backend fake).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 VENV=${1:-${VOLATTACH_CINDER_VENV:-$REPO/.ci-state/cinder-venv}}
-PYTHON=${PYTHON:-python3}
+DEBIAN_PYTHON=/usr/bin/python3
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x "$DEBIAN_PYTHON" ] \
+            && "$DEBIAN_PYTHON" -c "import rados, rbd" 2>/dev/null; then
+        PYTHON=$DEBIAN_PYTHON
+    else
+        PYTHON=python3
+    fi
+fi
 REQUIREMENTS=(cinder==29.0.0 python-cinderclient fixtures)
 STAMP="$VENV/.volattach-real-cinder-stamp"
 WANT="${REQUIREMENTS[*]}"
 
 log() { echo "real-cinder/setup.sh: $*" >&2; }
+
+# Link the interpreter PYTHON's rados and rbd modules into the venv when
+# the venv's python is the same build (its own import of them then works).
+link_ceph_bindings() {
+    "$VENV/bin/python" -c "import rados, rbd" 2>/dev/null && return 0
+    "$PYTHON" -c "import rados, rbd" 2>/dev/null || return 0
+    local site mod file
+    site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+    for mod in rados rbd; do
+        file=$("$PYTHON" -c "import $mod; print($mod.__file__)")
+        ln -sf "$file" "$site/$(basename "$file")"
+    done
+    if "$VENV/bin/python" -c "import rados, rbd" 2>/dev/null; then
+        log "linked Ceph's rados and rbd bindings of $PYTHON into $VENV"
+    else
+        log "WARNING: $VENV cannot import the rados/rbd bindings of $PYTHON (venv made from another python?): Cinder's RBD driver will not load"
+    fi
+}
 
 # One installer at a time per venv (parallel test runs share it).
 mkdir -p "$(dirname "$VENV")"
@@ -30,6 +65,7 @@ fi
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] \
         && [ -x "$VENV/bin/python" ] \
         && "$VENV/bin/python" -c "import cinder" 2>/dev/null; then
+    link_ceph_bindings
     log "already installed in $VENV"
     echo "$VENV/bin/python"
     exit 0
@@ -59,6 +95,7 @@ if [ "$rc" != 0 ]; then
     log "ERROR: pip install failed with status $rc (see $LOG_FILE)"
     exit 1
 fi
+link_ceph_bindings
 echo "$WANT" >"$STAMP"
 log "installed in $VENV"
 echo "$VENV/bin/python"
