@@ -9,6 +9,7 @@ from oslo_utils import versionutils
 from volattach.compute import rpcapi as compute_rpcapi
 from volattach.conductor import connectors
 from volattach.conductor.tasks import attach
+from volattach.conductor.tasks import base
 from volattach.conductor.tasks import build
 from volattach.conductor.tasks import delete
 from volattach.conductor.tasks import detach
@@ -72,7 +73,6 @@ class ComputeTaskManager:
         self.volume_api = volume_api
         # the computes' connectors, read a moment ago (conductor.connectors)
         self.connectors = connectors.HostConnectors()
-        self._detach = detach.DetachVolumeTask(self)
         self._swap = swap.SwapVolumeTask(self)
         self._build = build.BuildTask(self)
         self._power = power.PowerTask(self)
@@ -97,7 +97,8 @@ class ComputeTaskManager:
             attach_mode=attach_mode, **self._collaborators()).execute()
 
     def detach_volume(self, context, instance, volume_id):
-        self._detach.detach_volume(context, instance, volume_id)
+        base.execute_cast(detach.DetachVolumeTask(
+            context, instance, volume_id, **self._collaborators()))
 
     def swap_volume(self, context, instance, old_volume_id, new_volume_id,
                     new_attachment_id):

@@ -130,6 +130,18 @@ def min_version_for(context, instance):
     return None
 
 
+def execute_cast(task):
+    """Run ``task`` for a caller that waits for no answer (an RPC cast):
+    its failure is rolled back, logged and recorded (instance-action
+    event, notification) by the task itself, and not raised again to
+    oslo.messaging, which would log it a second time."""
+    try:
+        task.execute()
+    except Exception:
+        LOG.debug("%s of %s ended in a failure, rolled back",
+                  type(task).__name__, task.instance.uuid)
+
+
 class Step:
     """The undo of one step of a task: ``what`` it does (for the log) and
     the call that does it."""

@@ -15,67 +15,70 @@ LOG = logging.getLogger(__name__)
 MOVING_TASK_STATES = ("migrating", "shelving", "shelving_offloading")
 
 
-class DetachVolumeTask(base.ManagerTask):
-    """Unplug, delete the attachment, destroy the record."""
+class DetachVolumeTask(base.TaskBase):
+    """Unplug on the compute, delete the attachment, destroy the record.
 
-    def detach_volume(self, context, instance, volume_id):
-        """Unplug on the compute, delete the attachment, destroy the BDM.
+    The API made the volume ``detaching`` before the cast: that is this
+    task's first step, whose undo rolls it back to in-use, so whatever
+    fails before the unplug (the event's start included) leaves the volume
+    attached.  Once unplugged the volume cannot go back: a failure of the
+    release that follows is recorded, and the reconcile pass finds what it
+    left.  Every step but the compute's unplug waits out a database
+    restart (``base.retry_transient``)."""
 
-        The API made the volume ``detaching`` before the cast: whatever
-        fails before the unplug (the event's start included) rolls it back
-        to in-use.  Every step but the compute's unplug waits out a restart
-        of the database or the volume service (``base.retry_transient``)."""
-        event = bdm = None
-        try:
-            event = base.Event(context, instance.uuid, "compute_detach_volume",
-                               instance.host)
-            notify_volume(context, "volume_detach", "start", instance, volume_id)
-            # a live migration or an offload that started since the API's
-            # checks moves this record: refuse, as the API does once it
-            # sees their task state
-            fresh = base.retry_transient(objects.Instance.get_by_uuid,
-                                         context, instance.uuid)
-            if fresh.task_state in MOVING_TASK_STATES:
-                raise exception.InstanceInvalidState(
-                    method="detach_volume", instance_uuid=instance.uuid,
-                    attr="task_state", state=fresh.task_state)
-            bdm = base.retry_transient(
-                objects.BlockDeviceMapping.get_by_volume_and_instance,
-                context, volume_id, instance.uuid)
-            if fresh.host:
-                self._unplug(context, fresh, bdm)
-        except Exception as error:
-            LOG.warning("detach of volume %s from %s failed: %s",
-                        volume_id, instance.uuid, error)
+    def __init__(self, context, instance, volume_id, **collaborators):
+        super().__init__(context, instance, **collaborators)
+        self.volume_id = volume_id
+        self.event = None
+        self.bdm = None
+
+    def _execute(self):
+        self._did("roll volume %s back to in-use" % self.volume_id,
+                  base.retry_transient, self.volume_api.roll_detaching,
+                  self.context, self.volume_id)
+        self.event = base.Event(self.context, self.instance.uuid,
+                                "compute_detach_volume", self.instance.host)
+        notify_volume(self.context, "volume_detach", "start", self.instance,
+                      self.volume_id)
+        # a live migration or an offload that started since the API's
+        # checks moves this record: refuse, as the API does once it sees
+        # their task state
+        fresh = base.retry_transient(objects.Instance.get_by_uuid,
+                                     self.context, self.instance.uuid)
+        if fresh.task_state in MOVING_TASK_STATES:
+            raise exception.InstanceInvalidState(
+                method="detach_volume", instance_uuid=self.instance.uuid,
+                attr="task_state", state=fresh.task_state)
+        self.bdm = base.retry_transient(
+            objects.BlockDeviceMapping.get_by_volume_and_instance,
+            self.context, self.volume_id, self.instance.uuid)
+        if fresh.host:
+            self._unplug(fresh)
+        self._commit_steps()
+        # an offload may swap the record's attachment meanwhile: the
+        # release deletes whichever it holds before the record goes
+        delete_task.release_volume_record(self.context, self.volume_api,
+                                          self.bdm, volume_id=self.volume_id)
+
+    def _on_success(self):
+        self.event.success()
+        notify_volume(self.context, "volume_detach", "end", self.instance,
+                      self.volume_id, [self.bdm])
+
+    def rollback(self, error):
+        LOG.warning("detach of volume %s from %s failed: %s",
+                    self.volume_id, self.instance.uuid, error)
+        super().rollback(error)
+        if self.event is not None:       # None: the database was away
             try:
-                base.retry_transient(self.volume_api.roll_detaching,
-                                     context, volume_id)
+                self.event.failure(error)
             except Exception:
-                LOG.exception("roll_detaching failed")
-            if event is not None:       # None: the database was away
-                try:
-                    event.failure(error)
-                except Exception:
-                    LOG.exception("could not record the failed detach of %s",
-                                  volume_id)
-            notify_volume(context, "volume_detach", "error", instance, volume_id,
-                          [bdm], error=error)
-            return
-        try:
-            # an offload may swap the record's attachment meanwhile: the
-            # release deletes whichever it holds before the record goes
-            delete_task.release_volume_record(context, self.volume_api, bdm,
-                                              volume_id=volume_id)
-        except Exception as error:
-            LOG.exception("detach of volume %s: cleanup failed", volume_id)
-            event.failure(error)
-            notify_volume(context, "volume_detach", "error", instance, volume_id,
-                          [bdm], error=error)
-            return
-        event.success()
-        notify_volume(context, "volume_detach", "end", instance, volume_id, [bdm])
+                LOG.exception("could not record the failed detach of %s",
+                              self.volume_id)
+        notify_volume(self.context, "volume_detach", "error", self.instance,
+                      self.volume_id, [self.bdm], error=error)
 
-    def _unplug(self, context, instance, bdm):
+    def _unplug(self, instance):
         """The compute's detach, asked once more when the first call got no
         answer (a broker restart can lose it after the compute unplugged):
         rolled back to in-use, the volume would stay attached in the
@@ -83,9 +86,9 @@ class DetachVolumeTask(base.ManagerTask):
         drivers' detach of a device they do not have is a no-op, and it
         waits on the server's lock for a first one still running."""
         try:
-            self.compute_rpcapi.detach_volume(context, instance, bdm)
+            self.compute_rpcapi.detach_volume(self.context, instance, self.bdm)
         except messaging.MessagingTimeout as error:
             LOG.warning("detach of volume %s from %s got no answer (%s); "
-                        "asking the compute again", bdm.volume_id,
-                        instance.uuid, error)
-            self.compute_rpcapi.detach_volume(context, instance, bdm)
+                        "asking the compute again", self.volume_id,
+                        self.instance.uuid, error)
+            self.compute_rpcapi.detach_volume(self.context, instance, self.bdm)

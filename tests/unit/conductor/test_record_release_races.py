@@ -58,6 +58,18 @@ def _manager(volume):
     return types.SimpleNamespace(volume_api=volume, compute_rpcapi=mock.Mock())
 
 
+def _collaborators(volume, connector=None):
+    return {"volume_api": volume, "compute_rpcapi": mock.Mock(),
+            "connectors": types.SimpleNamespace(
+                get=lambda *args: connector)}
+
+
+def _detach(volume, ctx, instance, volume_id):
+    """The conductor's detach endpoint: the task, run as for a cast."""
+    detach_task.base.execute_cast(detach_task.DetachVolumeTask(
+        ctx, instance, volume_id, **_collaborators(volume)))
+
+
 @pytest.fixture
 def instance():
     inst = mock.Mock(uuid="inst-1", host="h1", task_state="shelving_offloading")
@@ -132,13 +144,12 @@ def test_detach_deletes_the_attachment_an_offload_put_on_the_record(
     the new attachment too, and the record goes."""
     ctx, instance_uuid, record = _stored_record("att-old")
     volume = OffloadingVolumeAPI(record, at=swap_at)
-    task = detach_task.DetachVolumeTask(_manager(volume))
     instance = objects.Instance(ctx, uuid=instance_uuid, host="h1", task_state=None)
     with mock.patch.object(detach_task.objects, "Instance") as instances, \
             mock.patch.object(detach_task.base, "Event") as events, \
             mock.patch.object(detach_task, "notify_volume"):
         instances.get_by_uuid.return_value = instance
-        task.detach_volume(ctx, instance, "vol-1")
+        _detach(volume, ctx, instance, "vol-1")
     events.return_value.success.assert_called_once_with()
     assert volume.rolled_back == []
     assert volume.deleted == (["att-old", "att-new"] if swap_at else ["att-old"])
@@ -164,14 +175,13 @@ def test_a_destroy_if_attachment_leaves_a_swapped_record(database):
 @pytest.mark.parametrize("state", ["shelving", "shelving_offloading", "migrating"])
 def test_detach_refuses_while_a_workflow_moves_the_attachments(instance, state):
     volume = mock.Mock()
-    task = detach_task.DetachVolumeTask(_manager(volume))
     with mock.patch.object(detach_task.objects, "Instance") as instances, \
             mock.patch.object(detach_task.objects, "BlockDeviceMapping") as bdms, \
             mock.patch.object(detach_task.base, "Event") as events, \
             mock.patch.object(detach_task, "notify_volume"):
         instances.get_by_uuid.return_value = types.SimpleNamespace(
             uuid="inst-1", host="h1", task_state=state)
-        task.detach_volume(mock.sentinel.ctx, instance, "vol-1")
+        _detach(volume, mock.sentinel.ctx, instance, "vol-1")
     bdms.get_by_volume_and_instance.assert_not_called()
     volume.attachment_delete.assert_not_called()
     volume.roll_detaching.assert_called_once_with(mock.sentinel.ctx, "vol-1")

@@ -208,8 +208,12 @@ def detach():
                                    instance_uuid="inst-1",
                                    destroy_if_attachment=Flaky([], value=True))
     volume = mock.Mock()
-    task = detach_task.DetachVolumeTask(types.SimpleNamespace(
-        volume_api=volume, compute_rpcapi=mock.Mock()))
+    compute = mock.Mock()
+
+    def run(ctx, instance, volume_id):
+        base.execute_cast(detach_task.DetachVolumeTask(
+            ctx, instance, volume_id, compute_rpcapi=compute,
+            volume_api=volume, connectors=None))
     with mock.patch.object(detach_task.objects, "Instance") as instances, \
             mock.patch.object(detach_task.objects,
                               "BlockDeviceMapping") as bdms, \
@@ -219,7 +223,8 @@ def detach():
             uuid="inst-1", host="h1", task_state=None)
         bdms.get_by_volume_and_instance.return_value = record
         yield types.SimpleNamespace(
-            task=task, volume=volume, record=record, instances=instances,
+            detach=run, compute=compute, volume=volume, record=record,
+            instances=instances,
             bdms=bdms, events=events,
             instance=types.SimpleNamespace(uuid="inst-1", host="h1"))
 
@@ -230,8 +235,8 @@ def test_detach_reads_and_cleans_up_again_after_restarts(detach):
         _db_down(), w.instances.get_by_uuid.return_value]
     w.volume.attachment_delete.side_effect = [_cinder_down(), []]
     w.record.destroy_if_attachment.errors = [_db_down()]
-    w.task.detach_volume(mock.sentinel.ctx, w.instance, "vol-1")
-    w.task.manager.compute_rpcapi.detach_volume.assert_called_once()
+    w.detach(mock.sentinel.ctx, w.instance, "vol-1")
+    w.compute.detach_volume.assert_called_once()
     assert w.volume.attachment_delete.call_count == 2
     assert w.record.destroy_if_attachment.calls == 2
     w.volume.roll_detaching.assert_not_called()
@@ -241,10 +246,10 @@ def test_detach_whose_event_cannot_start_rolls_the_volume_back(detach):
     w = detach
     w.events.event_start.side_effect = _db_down()
     w.volume.roll_detaching.side_effect = [_cinder_down(), None]
-    w.task.detach_volume(mock.sentinel.ctx, w.instance, "vol-1")
+    w.detach(mock.sentinel.ctx, w.instance, "vol-1")
     # not left detaching: rolled back, once the volume service answered
     assert w.volume.roll_detaching.call_count == 2
-    w.task.manager.compute_rpcapi.detach_volume.assert_not_called()
+    w.compute.detach_volume.assert_not_called()
     w.volume.attachment_delete.assert_not_called()
 
 
@@ -254,10 +259,10 @@ def test_a_detach_without_an_answer_is_asked_again(detach):
     volume attached in the records and gone from the guest."""
     from volattach import rpc
     w = detach
-    w.task.manager.compute_rpcapi.detach_volume.side_effect = [
+    w.compute.detach_volume.side_effect = [
         rpc.RPCTimeout(topic="compute", method="detach_volume"), None]
-    w.task.detach_volume(mock.sentinel.ctx, w.instance, "vol-1")
-    assert w.task.manager.compute_rpcapi.detach_volume.call_count == 2
+    w.detach(mock.sentinel.ctx, w.instance, "vol-1")
+    assert w.compute.detach_volume.call_count == 2
     w.volume.attachment_delete.assert_called_once()
     assert w.record.destroy_if_attachment.calls == 1
     w.volume.roll_detaching.assert_not_called()
@@ -266,18 +271,18 @@ def test_a_detach_without_an_answer_is_asked_again(detach):
 def test_a_detach_without_two_answers_rolls_back(detach):
     from volattach import rpc
     w = detach
-    w.task.manager.compute_rpcapi.detach_volume.side_effect = rpc.RPCTimeout(
+    w.compute.detach_volume.side_effect = rpc.RPCTimeout(
         topic="compute", method="detach_volume")
-    w.task.detach_volume(mock.sentinel.ctx, w.instance, "vol-1")
-    assert w.task.manager.compute_rpcapi.detach_volume.call_count == 2
+    w.detach(mock.sentinel.ctx, w.instance, "vol-1")
+    assert w.compute.detach_volume.call_count == 2
     w.volume.roll_detaching.assert_called_once()
     w.volume.attachment_delete.assert_not_called()
 
 
 def test_a_refused_detach_is_not_asked_again(detach):
     w = detach
-    w.task.manager.compute_rpcapi.detach_volume.side_effect = \
+    w.compute.detach_volume.side_effect = \
         exception.VirtDriverError(operation="detach", reason="busy")
-    w.task.detach_volume(mock.sentinel.ctx, w.instance, "vol-1")
-    w.task.manager.compute_rpcapi.detach_volume.assert_called_once()
+    w.detach(mock.sentinel.ctx, w.instance, "vol-1")
+    w.compute.detach_volume.assert_called_once()
     w.volume.roll_detaching.assert_called_once()
