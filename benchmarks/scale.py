@@ -12,7 +12,8 @@ with SQL (copies of the real rows with new ids) and ANALYZEd:
 - ``GET /servers/detail`` (the project's 11 servers),
 - ``GET /servers/{id}``,
 - ``GET /servers/detail?all_tenants=1&limit=10`` as admin (one page over
-  the whole table: sorted by created_at),
+  the whole table: sorted by created_at), the same page after a marker
+  half way down the list, and with ``status=ERROR`` (which no server is),
 - ``POST /servers/{id}/os-volume_attachments`` at 2.101 with a real volume
   (then waiting until it is in-use before the next one; the probe's volumes
   are detached again after the phase).
@@ -61,7 +62,27 @@ def _requests(dep, ids, n_attach):
         ("server_show", "GET /servers/{id}", get(api, "/servers/%s" % server)),
         ("admin_detail_page", "GET /servers/detail?all_tenants=1&limit=10 (admin)",
          get(admin, "/servers/detail", {"all_tenants": "1", "limit": "10"})),
+        ("admin_detail_marker", "the same page after a marker half way down (admin)",
+         get(admin, "/servers/detail", {"all_tenants": "1", "limit": "10",
+                                        "marker": ids["marker"]})),
+        ("admin_detail_status", "GET /servers/detail?all_tenants=1&status=ERROR&limit=10 "
+         "(admin; no server in ERROR)",
+         get(admin, "/servers/detail", {"all_tenants": "1", "limit": "10",
+                                        "status": "ERROR"})),
     ]
+
+
+def _middle_server(dep):
+    """The server half way down the all-tenants list (newest first)."""
+    conn = dep.connect("nova")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT uuid FROM instances WHERE deleted = 0 ORDER BY created_at "
+                        "DESC, id DESC OFFSET (SELECT count(*) / 2 FROM instances "
+                        "WHERE deleted = 0) LIMIT 1")
+            return cur.fetchone()[0]
+    finally:
+        conn.close()
 
 
 class _DbCounters:
@@ -257,7 +278,8 @@ def run(args, workdir):
                 raise load.BenchError("attach: %s %s" % (status, body))
         load.wait_volumes(dep.volume_url, attached, "in-use")
         api.close()
-        per_phase = 4 * args.requests + n_probe
+        per_phase = 6 * args.requests + n_probe
+        ids["marker"] = _middle_server(dep)
         phases = []
         bar = report.progress(total=per_phase, desc="C empty database", unit="req")
         try:
@@ -272,6 +294,7 @@ def run(args, workdir):
         finally:
             bar.close()
         seed_seconds = time.perf_counter() - t0
+        ids["marker"] = _middle_server(dep)
         bar = report.progress(total=per_phase, desc="C seeded database", unit="req")
         try:
             phases.append(_measure(dep, ids, args, "seeded", bar))
@@ -321,6 +344,7 @@ def summary_md(result):
 
 SHORT = {"list_attachments": "GET os-volume_\nattachments", "servers_detail": "GET servers/\ndetail",
          "server_show": "GET servers/{id}", "admin_detail_page": "GET servers/detail\nall_tenants (admin)",
+         "admin_detail_marker": "admin page\nafter a marker", "admin_detail_status": "admin page\nstatus=ERROR",
          "attach_post": "POST attach 2.101\n(whole workflow)"}
 
 
