@@ -195,8 +195,8 @@ def main(argv=None):
                 m[key] / ref[key] for m, ref in zip(rows, results[reference]))
         summary[name] = med
         print("%-10s median %.2f ms CPU/cycle (user %.2f, system %.2f), %.1f + %.1f "
-              "switches, %.2f polls, POST %.2f ms, GET %.2f ms; medians of the "
-              "per-round ratios to %s: CPU %.3f, POST %.3f, GET %.3f"
+              "switches, %.2f polls, POST %.2f ms, GET %.2f ms; ratio to %s, "
+              "median of rounds: CPU %.3f, POST %.3f, GET %.3f"
               % (name, med["cpu_ms"], med["user_ms"], med["system_ms"],
                  med["voluntary_switches"], med["involuntary_switches"], med["polls"],
                  med["post_ms"], med["get_ms"], reference,
