@@ -271,6 +271,12 @@ def start_real_cinder(tmp_dir, on_unavailable=None, debug=False,
     if transport_url:
         cmd += ["--transport-url", transport_url]
     if backend == "rbd":
+        if subprocess.run([python, "-c", "import rados, rbd"],
+                          capture_output=True).returncode != 0:
+            raise RealCinderError(
+                "%s cannot import Ceph's rados/rbd bindings, which Cinder's "
+                "RBD driver needs (tools/real-cinder/setup.sh links Debian's "
+                "python3-rados/python3-rbd)" % python)
         ensure_ceph_user(rbd_user, rbd_pool)
         cmd += ["--backend", "rbd", "--rbd-pool", rbd_pool,
                 "--rbd-user", rbd_user, "--rbd-ceph-conf", CEPH_CONF,

@@ -25,9 +25,11 @@ VENV=${1:-${VOLATTACH_CINDER_VENV:-$REPO/.ci-state/cinder-venv}}
 DEBIAN_PYTHON=/usr/bin/python3
 if [ -z "${PYTHON:-}" ]; then
     if [ -x "$DEBIAN_PYTHON" ] \
-            && "$DEBIAN_PYTHON" -c "import rados, rbd" 2>/dev/null; then
+            && "$DEBIAN_PYTHON" -c "import rados, rbd, ensurepip" 2>/dev/null; then
         PYTHON=$DEBIAN_PYTHON
     else
+        # no python3-venv: another python3, into which link_ceph_bindings
+        # still links Debian's modules when its ABI is the same (3.11)
         PYTHON=python3
     fi
 fi
@@ -37,21 +39,24 @@ WANT="${REQUIREMENTS[*]}"
 
 log() { echo "real-cinder/setup.sh: $*" >&2; }
 
-# Link the interpreter PYTHON's rados and rbd modules into the venv when
-# the venv's python is the same build (its own import of them then works).
+# Link the rados and rbd modules of PYTHON (else of Debian's python3) into
+# the venv's site-packages, kept only when the venv's python imports them.
 link_ceph_bindings() {
     "$VENV/bin/python" -c "import rados, rbd" 2>/dev/null && return 0
-    "$PYTHON" -c "import rados, rbd" 2>/dev/null || return 0
+    local src=$PYTHON
+    "$src" -c "import rados, rbd" 2>/dev/null || src=$DEBIAN_PYTHON
+    [ -x "$src" ] && "$src" -c "import rados, rbd" 2>/dev/null || return 0
     local site mod file
     site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
     for mod in rados rbd; do
-        file=$("$PYTHON" -c "import $mod; print($mod.__file__)")
+        file=$("$src" -c "import $mod; print($mod.__file__)")
         ln -sf "$file" "$site/$(basename "$file")"
     done
     if "$VENV/bin/python" -c "import rados, rbd" 2>/dev/null; then
-        log "linked Ceph's rados and rbd bindings of $PYTHON into $VENV"
+        log "linked Ceph's rados and rbd bindings of $src into $VENV"
     else
-        log "WARNING: $VENV cannot import the rados/rbd bindings of $PYTHON (venv made from another python?): Cinder's RBD driver will not load"
+        rm -f "$site"/rados.*.so "$site"/rbd.*.so
+        log "WARNING: $VENV cannot import the rados/rbd bindings of $src (a python of another ABI?): Cinder's RBD driver will not load"
     fi
 }
 
