@@ -113,7 +113,7 @@ def measure(dep, pairs, cycles, seconds):
     after = _counters(dep.pid)
     n = len(samples)
     user, system, voluntary, involuntary = [(b - a) / n for a, b in zip(before, after)]
-    return {"cycles": n, "errors": len(errors),
+    return {"cycles": n, "errors": len(errors), "pid": dep.pid,
             "cpu_ms": 1000 * (user + system), "user_ms": 1000 * user,
             "system_ms": 1000 * system, "voluntary_switches": voluntary,
             "involuntary_switches": involuntary,
