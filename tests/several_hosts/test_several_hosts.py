@@ -19,7 +19,7 @@ WAIT = topology.WAIT
 
 @pytest.fixture(scope="module")
 def guests(hosts):
-    return hosts.boot("sh-a", "compute1"), hosts.boot("sh-b", "compute2")
+    return tuple(hosts.boot(("sh-a", "compute1"), ("sh-b", "compute2")))
 
 
 def _nbd_peers(hosts):
@@ -64,6 +64,12 @@ def test_read_write_and_read_only_across_hosts(hosts, guests):
 
     dev_a, size_a, ro_a = _attach(api, volumes, a, volume_id, "rw")
     assert _nbd_peers(hosts) == [net.ips["compute1"]]
+    # the disk compute1's libvirt was given: the controller's address, TLS
+    xml = hosts.domain_xml("compute1", a.id)
+    assert "<host name='%s' port='%d'/>" % (
+        net.ips["controller"], topology.EXPORT_PORT) in xml, xml
+    assert [line for line in xml.splitlines()
+            if "protocol='nbd'" in line and "tls='yes'" in line], xml
     dev_b, size_b, ro_b = _attach(api, volumes, b, volume_id, "ro")
     assert size_a == size_b == 1024 ** 3
     assert (ro_a, ro_b) == ("0", "1")

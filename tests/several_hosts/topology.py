@@ -45,6 +45,26 @@ def _run(argv, check=True, env=None, timeout=180):
     return result
 
 
+def _background(argv, env=None):
+    return argv, subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=None if env is None else dict(os.environ, **env))
+
+
+def _last_line(started, timeout=180):
+    """The last line of what a ``_background`` command printed."""
+    argv, proc = started
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise harness.DeploymentError("%s failed (%s): %s%s" % (
+            " ".join(argv), proc.returncode, out, err))
+    return out.strip().splitlines()[-1]
+
+
 class Network:
     """The bridge (in the test's own namespace, with the test runner's
     address ``.254``) and one network namespace per host, each with a veth
@@ -70,6 +90,11 @@ class Network:
                 raise Unavailable("%s is not installed" % tool)
         if os.geteuid() != 0:
             raise Unavailable("network namespaces need root")
+        # leftovers of a run that died with the same pid
+        existing = _run(["ip", "netns", "list"]).stdout.split()
+        if any(ns in existing for ns in self.hosts.values()):
+            self.kill_all()
+            self.delete()
         try:
             self._create()
         except harness.DeploymentError as e:
@@ -152,14 +177,16 @@ class ControllerServices:
                 "VOLATTACH_PG_LISTEN": self.ip}
 
     def start(self):
+        """Both at once; their URLs in ``rabbit_url`` and ``pg_url``."""
         # the server users must reach their state
         os.chmod(self.state, 0o755)
-        self.rabbit_url = _run(self.net.exec_argv(
+        rabbit, pg = _background(self.net.exec_argv(
             "controller", "bash", os.path.join(TOOLS, "start-rabbitmq.sh")),
-            env=self._rabbit_env()).stdout.strip().splitlines()[-1]
-        self.pg_url = _run(self.net.exec_argv(
-            "controller", "bash", os.path.join(TOOLS, "start-postgres.sh")),
-            env=self._pg_env()).stdout.strip().splitlines()[-1]
+            self._rabbit_env()), _background(self.net.exec_argv(
+                "controller", "bash", os.path.join(TOOLS,
+                                                   "start-postgres.sh")),
+                self._pg_env())
+        self.rabbit_url, self.pg_url = _last_line(rabbit), _last_line(pg)
 
     def stop(self):
         if self.pg_url:
@@ -178,8 +205,9 @@ class Hosts:
     (the namespaces), ``dep`` (the integration harness's Deployment), each
     compute's libvirt URI and instance directory, the image to boot."""
 
-    def __init__(self, net, dep, image, uris, instances):
+    def __init__(self, net, dep, image, uris, instances, timings):
         self.net = net
+        self.timings = timings
         self.dep = dep
         self.image = image
         self.uris = uris
@@ -191,22 +219,34 @@ class Hosts:
     def guest(self, server_id, host):
         return guest_env.Guest(server_id, self.instances[host])
 
-    def boot(self, name, host):
-        """A server on compute ``host``, booted; its Guest."""
-        code, body, _ = self.api.create_server(
-            name=name, image_ref=self.image, flavor_ref="1",
-            availability_zone="nova:%s" % host)
-        assert code == 202, (code, body)
-        server_id = body["server"]["id"]
-        self.api.wait_for_server_status(server_id, "ACTIVE", timeout=WAIT)
-        guest = self.guest(server_id, host)
-        guest.wait_for("VA-READY", timeout=guest_env.BOOT_TIMEOUT)
-        return guest
+    def boot(self, *placements):
+        """One server per (name, compute host), all created at once, then
+        each booted; their Guests."""
+        made = []
+        for name, host in placements:
+            code, body, _ = self.api.create_server(
+                name=name, image_ref=self.image, flavor_ref="1",
+                availability_zone="nova:%s" % host)
+            assert code == 202, (code, body)
+            made.append((body["server"]["id"], host))
+        guests = []
+        for server_id, host in made:
+            self.api.wait_for_server_status(server_id, "ACTIVE",
+                                            timeout=WAIT)
+            guest = self.guest(server_id, host)
+            guest.wait_for("VA-READY", timeout=guest_env.BOOT_TIMEOUT)
+            guests.append(guest)
+        return guests
 
     def domains(self, host):
         out = _run(["virsh", "-c", self.uris[host], "list", "--all",
                     "--uuid"]).stdout
         return set(out.split())
+
+    def domain_xml(self, host, server_id):
+        """The live XML of the server's domain in ``host``'s libvirt."""
+        return _run(["virsh", "-c", self.uris[host], "dumpxml",
+                     "volattach-%s" % server_id]).stdout
 
     def namespace_of(self, pid):
         return os.readlink("/proc/%d/ns/net" % pid)
@@ -250,26 +290,35 @@ def several_hosts(workdir, image_dir, image):
     # short: unix socket paths (libvirt, consoles) hold 108 bytes
     short = tempfile.mkdtemp(prefix="va-sh-")
     services = ControllerServices(net, short)
+    timings = {}
+    started = time.monotonic()
     net.create()
     libvirts = {}
     try:
         services.start()
+        timings["rabbitmq+postgresql"] = round(time.monotonic() - started, 1)
+        started = time.monotonic()
         ca = nbd_certs.Authority.create()
         server_pki = os.path.join(short, "pki", "server")
         ca.issue(server_pki, "volume-host", server=True,
                  addresses=[net.ips["controller"]])
         allowed, uris, instances, pki = [], {}, {}, {}
+        starting = {}
         for host in COMPUTES:
             pki[host] = os.path.join(short, "pki", host)
             allowed.append(ca.issue(pki[host], host))
             state = os.path.join(short, host)
             libvirts[host] = state
-            uris[host] = _run(
+            starting[host] = _background(
                 ["bash", os.path.join(TOOLS, "netns-libvirt.sh"),
                  net.hosts[host], state],
-                env={"VOLATTACH_NBD_TLS_DIR": pki[host]}
-            ).stdout.strip().splitlines()[-1]
+                {"VOLATTACH_NBD_TLS_DIR": pki[host]})
             instances[host] = os.path.join(state, "i")
+        for host in COMPUTES:
+            uris[host] = _last_line(starting[host])
+        timings["certificates+libvirtds"] = round(
+            time.monotonic() - started, 1)
+        started = time.monotonic()
         ctl = net.ips["controller"]
         libvirt_common = {"virt_type": "qemu", "image_dir": image_dir,
                           "max_memory_mb": 256}
@@ -328,10 +377,12 @@ def several_hosts(workdir, image_dir, image):
                 work, rabbit_url=services.rabbit_url,
                 pg_url=services.pg_url, rabbit_node=services.node,
                 prepare=prepare) as dep:
-            hosts = Hosts(net, dep, image, uris, instances)
+            timings["daemons"] = round(time.monotonic() - started, 1)
+            hosts = Hosts(net, dep, image, uris, instances, timings)
             try:
                 yield hosts
             finally:
+                stopping = time.monotonic()
                 for server in (hosts.api.list_servers()[1] or {}).get(
                         "servers", []):
                     hosts.api.delete_server(server["id"])
@@ -341,7 +392,22 @@ def several_hosts(workdir, image_dir, image):
                         lambda: hosts.api.wait_for_server_deleted(
                             server["id"], timeout=WAIT))
                 guest_env.stop_storage_daemon(os.path.join(work, "state"))
+                timings["teardown: servers"] = round(
+                    time.monotonic() - stopping, 1)
+                stopping = time.monotonic()
+                # SIGTERM to all at once: each daemon's graceful stop then
+                # runs beside the others' (the harness stops them in turn)
+                for proc in dep.processes.values():
+                    if proc.poll() is None:
+                        proc.send_signal(signal.SIGTERM)
+                for proc in dep.processes.values():
+                    try:
+                        proc.wait(harness.STOP_TIMEOUT)
+                    except subprocess.TimeoutExpired:
+                        pass
+        timings["teardown: daemons"] = round(time.monotonic() - stopping, 1)
     finally:
+        stopping = time.monotonic()
         for host, state in libvirts.items():
             _run(["bash", os.path.join(TOOLS, "netns-libvirt.sh"),
                   net.hosts[host], state, "--stop"], check=False)
@@ -350,3 +416,5 @@ def several_hosts(workdir, image_dir, image):
         time.sleep(0.2)
         net.delete()
         shutil.rmtree(short, ignore_errors=True)
+        timings["teardown: libvirtds, broker, database, network"] = round(
+            time.monotonic() - stopping, 1)
