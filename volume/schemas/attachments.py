@@ -6,7 +6,9 @@ _uuid = {"type": "string", "format": "uuid"}
 # ``host`` and ``mountpoint`` in columns of 255 characters.
 CONNECTOR_FIELDS = {
     "propertyNames": {"maxLength": 255},
-    "properties": {"host": {"type": ["string", "null"], "maxLength": 255},
+    # a host that is no string is the manager's 400 ("Connector doesn't
+    # have required information: host"), as in Cinder
+    "properties": {"host": {"maxLength": 255},
                    "mountpoint": {"type": ["string", "null"],
                                   "maxLength": 255}},
 }
