@@ -143,7 +143,7 @@ cinder_opts = [
                                      "options of this group")],
                help="How the Cinder client authenticates (volattach-all's "
                     "embedded default is noauth)."),
-    cfg.FloatOpt("retry_seconds", default=20.0, min=0,
+    cfg.FloatOpt("retry_seconds", default=30.0, min=0,
                  help="Connection errors and 503s from Cinder are retried "
                       "with backoff for at most this many seconds."),
     cfg.BoolOpt("send_service_role", default=True,

@@ -28,10 +28,11 @@ anything else CinderAPIError.  A request that never reached the server
 (connection refused, connect timeout) and a 503 are retried with backoff
 for at most ``[cinder] retry_seconds``; one that may have reached it and got
 no answer (reset, closed, read timeout) is retried only for idempotent
-methods.  A POST is never sent twice once it may have arrived:
-``attachment_create`` then lists the attachments of the server and volume
-and returns the one the service made, or sends the create again only when
-there is none.  Nothing else is
+methods and for the two POST actions that only set a state and are
+idempotent (os-complete, os-roll_detaching).  Any other POST is never sent
+twice once it may have arrived: ``attachment_create`` then lists the
+attachments of the server and volume and returns the one the service made,
+or sends the create again only when there is none.  Nothing else is
 retried, except one quirk of real Cinder (bug 1747985): it refuses to
 reserve a multiattach volume while another attachment is reserved or
 attaching ("... must be available or in-use or downloading to reserve, but
@@ -224,10 +225,10 @@ class VolumeAPI:
 
     def _request(self, ctx, method, path, version, body=None, params=None,
                  not_found=None, service_role=False,
-                 retry_busy_multiattach=False, applied=None):
+                 retry_busy_multiattach=False, applied=None, idempotent=False):
         """One call, retried within ``[cinder] retry_seconds`` while it
         cannot have been applied: a connection never made, a 503, or an
-        idempotent method.  A POST that may have reached the server is
+        idempotent method (or POST: ``idempotent``).  A POST that may have reached the server is
         never sent again: ``applied()`` (when given) says whether it was,
         returning its result, or None to send it again."""
         headers = {"OpenStack-API-Version": "volume %s" % version,
@@ -253,7 +254,7 @@ class VolumeAPI:
         url = self._url(ctx, path, project_id)
         if params:
             url += "?" + urllib.parse.urlencode(params)
-        may_resend = method in _IDEMPOTENT
+        may_resend = idempotent or method in _IDEMPOTENT
         deadline = time.monotonic() + self.conf.cinder.retry_seconds
         attempt = 0
         while True:
@@ -351,17 +352,18 @@ class VolumeAPI:
         return self._request(ctx, "GET", path, VOLUME_MV,
                              params=params).json()["volumes"]
 
-    def _volume_action(self, ctx, volume_id, body):
+    def _volume_action(self, ctx, volume_id, body, idempotent=False):
         self._request(
             ctx, "POST", "/volumes/%s/action" % volume_id, VOLUME_MV,
-            body=body,
+            body=body, idempotent=idempotent,
             not_found=lambda: exception.VolumeNotFound(volume_id=volume_id))
 
     def begin_detaching(self, ctx, volume_id):
         self._volume_action(ctx, volume_id, {"os-begin_detaching": {}})
 
     def roll_detaching(self, ctx, volume_id):
-        self._volume_action(ctx, volume_id, {"os-roll_detaching": {}})
+        self._volume_action(ctx, volume_id, {"os-roll_detaching": {}},
+                            idempotent=True)
 
     def migrate_volume_completion(self, ctx, volume_id, new_volume_id,
                                   error=False):
@@ -492,7 +494,7 @@ class VolumeAPI:
     def attachment_complete(self, ctx, attachment_id):
         self._request(
             ctx, "POST", "/attachments/%s/action" % attachment_id,
-            ATTACHMENT_MV, body={"os-complete": None},
+            ATTACHMENT_MV, body={"os-complete": None}, idempotent=True,
             not_found=self._attachment_not_found(attachment_id))
 
     def attachment_delete(self, ctx, attachment_id):

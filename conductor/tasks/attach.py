@@ -30,10 +30,12 @@ class AttachVolumeTask(base.TaskBase):
       and the rollback destroys it by that uuid.  Left for the reconcile
       pass: a reserve that a compute runs only after this call gave up,
       and the record of a compute older than 1.9;
-    * the attachment_create: after a transient error (the create may have
-      happened without an answer) the rollback looks for the attachment of
-      this server and volume and deletes it; a refused create is not
-      looked for;
+    * the attachment_create: the Cinder client never sends it twice
+      blindly (it asks the volume service whether a create cut off
+      unanswered happened); when it gives up on the volume service
+      (CinderConnectionFailed: the create may have happened without an
+      answer) the rollback looks for the attachment of this server and
+      volume and deletes it; a refused create is not looked for;
     * the compute's attach: one with no answer (MessagingTimeout) may have
       plugged the volume, so it is unplugged as one that answered (the
       unplug of a device a compute does not have is a no-op).
@@ -67,8 +69,8 @@ class AttachVolumeTask(base.TaskBase):
         # (live_migrate.LiveMigrationTask._check_volumes_settled)
         self._server_to_attach_to(host=self.instance.host)
         attachment_id = self._create_attachment()
-        attachment = base.retry_transient(
-            self.volume_api.attachment_update, self.context, attachment_id,
+        attachment = self.volume_api.attachment_update(
+            self.context, attachment_id,
             self._connector(self.instance.host, bdm.device_name,
                             self.attach_mode),
             mountpoint=bdm.device_name)
@@ -93,8 +95,7 @@ class AttachVolumeTask(base.TaskBase):
                            self._unplug, unknown=messaging.MessagingTimeout):
             self.compute_rpcapi.attach_volume(self.context, self.instance,
                                               bdm, attach_mode=self.attach_mode)
-        base.retry_transient(self.volume_api.attachment_complete,
-                             self.context, attachment_id)
+        self.volume_api.attachment_complete(self.context, attachment_id)
         return bdm.device_name
 
     def _on_success(self):
@@ -159,32 +160,15 @@ class AttachVolumeTask(base.TaskBase):
 
     def _create_attachment(self):
         """The id of a new attachment of the volume to the server (mode
-        "ro" sent only for a read-only attach).  ``attachment_create`` is
-        tried again while the volume service is unavailable, never sent
-        twice blindly: before another try, the volume service is asked
-        (the attachments of this server and volume) whether the earlier
-        one happened, and that attachment is taken."""
+        "ro" sent only for a read-only attach)."""
         mode = "ro" if self.attach_mode == "ro" else None
-        tries = []
-
-        def create():
-            if tries:
-                found = self.volume_api.find_attachment(
-                    self.context, self.volume_id, self.instance.uuid)
-                if found is not None:
-                    LOG.info("attachment_create of volume %s for %s had "
-                             "happened: using attachment %s", self.volume_id,
-                             self.instance.uuid, found["id"])
-                    return found
-            tries.append(1)
-            return self.volume_api.attachment_create(
-                self.context, self.volume_id, self.instance.uuid, mode=mode)
-
         with self._attempt("delete the attachment a create without an "
                            "answer may have made",
                            self._delete_unanswered_attachment,
-                           unknown=base.TRANSIENT_ERRORS) as step:
-            attachment_id = base.retry_transient(create)["id"]
+                           unknown=exception.CinderConnectionFailed) as step:
+            attachment_id = self.volume_api.attachment_create(
+                self.context, self.volume_id, self.instance.uuid,
+                mode=mode)["id"]
             step.undo_by("delete attachment %s" % attachment_id,
                          self._delete_attachment, attachment_id)
         return attachment_id
@@ -207,9 +191,8 @@ class AttachVolumeTask(base.TaskBase):
     def _delete_unanswered_attachment(self):
         """Delete the attachment of this server and volume, if the volume
         service made one for a create whose answer never came."""
-        found = base.retry_transient(self.volume_api.find_attachment,
-                                     self.context, self.volume_id,
-                                     self.instance.uuid)
+        found = self.volume_api.find_attachment(self.context, self.volume_id,
+                                                self.instance.uuid)
         if found:
             self._delete_attachment(found["id"])
 

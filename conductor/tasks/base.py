@@ -23,20 +23,33 @@ How a task records its steps (``TaskBase``):
   the failure (instance-action event, notification) after the undos.
 
 A restart of the database or of the volume service (or a request that one
-of them refused with 503 meanwhile) must not leave a workflow half done:
-every step that is safe to run twice (a read, an idempotent write or call,
-a create that first asks whether its earlier try happened) runs through
-``retry_transient``, and so do the steps of a rollback, so that only an
-outage longer than ``TRANSIENT_RETRY_SECONDS`` makes a workflow fail, and
-then it still rolls back.  Calls of a compute are not retried here (their
-host-local work is not known to be idempotent): ``volattach.rpc`` already
-sends again a message the broker could not route (a broker restart), and a
-call with no answer in time (the call monitor notices a lost message within
-``[DEFAULT] rpc_call_monitor_timeout``) fails the workflow, which rolls
-back, undoing what the compute may have done all the same (the attach
-unplugs; the reserve's record is found by its uuid).  The one compute call
-asked again is a detach with no answer (``detach.DetachVolumeTask``): its
-host-local work is idempotent."""
+of them refused with 503 meanwhile) must not leave a workflow half done.
+Each has ONE retry layer, the one that knows what may be sent again:
+
+* the volume service: the Cinder client (``volume/cinder.py``), for up to
+  ``[cinder] retry_seconds`` (30 s by default).  It alone knows whether a
+  request reached the service: it sends again what never left, an
+  idempotent method and a state-setting action (os-complete,
+  os-roll_detaching), and never sends ``attachment_create`` twice blindly
+  (it asks whether a create cut off unanswered happened).  The tasks call
+  it directly; when it gives up (CinderConnectionFailed), the workflow
+  fails and rolls back (an attach then looks for the attachment its
+  create may have made);
+* the conductor's database: ``retry_transient`` here, around every step
+  that is safe to run twice (a read, an idempotent write), the steps of a
+  rollback included, for up to ``TRANSIENT_RETRY_SECONDS`` (30 s): only
+  the tasks know which steps those are (the database layer only waits,
+  3 s, for a connection it could not get, where nothing was sent).
+
+Calls of a compute are not retried (their host-local work is not known to
+be idempotent): ``volattach.rpc`` already sends again a message the broker
+could not route (a broker restart), and a call with no answer in time (the
+call monitor notices a lost message within ``[DEFAULT]
+rpc_call_monitor_timeout``) fails the workflow, which rolls back, undoing
+what the compute may have done all the same (the attach unplugs; the
+reserve's record is found by its uuid).  The one compute call asked again
+is a detach with no answer (``detach.DetachVolumeTask``): its host-local
+work is idempotent."""
 import contextlib
 import functools
 import logging
@@ -51,18 +64,16 @@ from volattach import exception
 
 LOG = logging.getLogger(__name__)
 
-# How long one step waits out a database or volume-service outage (a
-# restart), trying again with backoff, before the workflow gives up.
+# How long one step waits out a database outage (a restart), trying again
+# with backoff, before the workflow gives up.
 TRANSIENT_RETRY_SECONDS = 30.0
 TRANSIENT_WAIT_START = 0.1
 TRANSIENT_WAIT_MAX = 2.0
 # "Not now" rather than "no": no database connection could be had (or it
 # was lost: the server rolled back, or, rarely, the outcome of a COMMIT is
-# unknown, which an idempotent step does not mind), the volume service
-# could not be reached or answered 503 (its client already tried again for
-# ``[cinder] retry_seconds``).
-TRANSIENT_ERRORS = (exception.DatabaseUnavailable,
-                    exception.CinderConnectionFailed)
+# unknown, which an idempotent step does not mind).  Not the volume
+# service's CinderConnectionFailed: its client has tried again already.
+TRANSIENT_ERRORS = (exception.DatabaseUnavailable,)
 
 
 def _log_retry(fn, error):
@@ -240,8 +251,7 @@ class TaskBase:
     def _delete_attachment(self, attachment_id):
         """Delete an attachment (an undo): one already gone is fine."""
         try:
-            retry_transient(self.volume_api.attachment_delete, self.context,
-                            attachment_id)
+            self.volume_api.attachment_delete(self.context, attachment_id)
         except exception.VolumeAttachmentNotFound:
             pass
 

@@ -23,8 +23,9 @@ class DetachVolumeTask(base.TaskBase):
     fails before the unplug (the event's start included) leaves the volume
     attached.  Once unplugged the volume cannot go back: a failure of the
     release that follows is recorded, and the reconcile pass finds what it
-    left.  Every step but the compute's unplug waits out a database
-    restart (``base.retry_transient``)."""
+    left.  Every database step waits out a database restart
+    (``base.retry_transient``), every volume-service call a restart of the
+    volume service (the Cinder client's own retries)."""
 
     def __init__(self, context, instance, volume_id, **collaborators):
         super().__init__(context, instance, **collaborators)
@@ -34,8 +35,8 @@ class DetachVolumeTask(base.TaskBase):
 
     def _execute(self):
         self._did("roll volume %s back to in-use" % self.volume_id,
-                  base.retry_transient, self.volume_api.roll_detaching,
-                  self.context, self.volume_id)
+                  self.volume_api.roll_detaching, self.context,
+                  self.volume_id)
         self.event = base.Event(self.context, self.instance.uuid,
                                 "compute_detach_volume", self.instance.host)
         notify_volume(self.context, "volume_detach", "start", self.instance,

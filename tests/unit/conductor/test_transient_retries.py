@@ -1,8 +1,10 @@
-"""Workflow steps that a restart of the database or of the volume service
-interrupts run again (``base.retry_transient``), and ``attachment_create`` is
-never sent twice when the volume service shows the first one happened (unit
-tests: the compute RPC client, the volume API and the objects are test
-doubles; the retry budget is shortened by conftest.py)."""
+"""Workflow steps that a restart of the database interrupts run again
+(``base.retry_transient``); a volume-service error is not retried by the
+tasks (the Cinder client is the one retry layer for the volume service:
+it has tried again already), it fails the workflow, which rolls back, and
+an attachment_create that may have happened without an answer is found
+and deleted (unit tests: the compute RPC client, the volume API and the
+objects are test doubles; the retry budget is shortened by conftest.py)."""
 import types
 from unittest import mock
 
@@ -45,9 +47,18 @@ class Flaky:
 # -- retry_transient ------------------------------------------------------------
 
 def test_a_step_runs_again_after_a_transient_error():
-    step = Flaky([_db_down(), _cinder_down()], value="done")
+    step = Flaky([_db_down(), _db_down()], value="done")
     assert base.retry_transient(step) == "done"
     assert step.calls == 3
+
+
+def test_a_volume_service_error_is_not_retried_again():
+    """One retry layer: the Cinder client already tried for ``[cinder]
+    retry_seconds``; no second, nested budget here."""
+    step = Flaky([_cinder_down(), _cinder_down()], value="done")
+    with pytest.raises(exception.CinderConnectionFailed):
+        base.retry_transient(step)
+    assert step.calls == 1
 
 
 def test_a_step_that_stays_down_raises_its_error_after_the_budget():
@@ -129,49 +140,27 @@ def test_attach_saves_its_record_again_after_a_database_restart(attach):
     w.volume.attachment_delete.assert_not_called()
 
 
-def test_attach_connects_and_completes_again_while_the_volume_service_restarts(attach):
+def test_a_volume_service_the_client_gave_up_on_fails_the_attach(attach):
+    """Not retried by the task (the client did): the attach rolls back."""
     w = attach
     w.volume.attachment_update.side_effect = [
         _cinder_down(), w.volume.attachment_update.return_value]
-    w.volume.attachment_complete.side_effect = [_cinder_down(), None]
-    assert _attach(w) == "/dev/vdb"
-    assert w.volume.attachment_update.call_count == 2
-    assert w.volume.attachment_complete.call_count == 2
-    w.volume.attachment_delete.assert_not_called()
-    assert w.bdm.destroy.calls == 0
-
-
-def test_a_create_that_happened_unanswered_is_not_sent_again(attach):
-    w = attach
-    w.volume.attachment_create.side_effect = [_cinder_down()]
-    w.volume.find_attachment.return_value = {"id": "att-made"}
-    assert _attach(w) == "/dev/vdb"
-    # one create only: the volume service showed it had happened
-    w.volume.attachment_create.assert_called_once_with(
-        w.ctx, "vol-1", "inst-1", mode=None)
-    w.volume.find_attachment.assert_called_once_with(w.ctx, "vol-1", "inst-1")
-    assert w.bdm.attachment_id == "att-made"
-    w.volume.attachment_complete.assert_called_once_with(w.ctx, "att-made")
-
-
-def test_a_create_that_did_not_happen_is_sent_again(attach):
-    w = attach
-    w.volume.attachment_create.side_effect = [_cinder_down(), {"id": "att-2"}]
-    assert _attach(w) == "/dev/vdb"
-    assert w.volume.attachment_create.call_count == 2
-    w.volume.find_attachment.assert_called_once_with(w.ctx, "vol-1", "inst-1")
-    assert w.bdm.attachment_id == "att-2"
+    with pytest.raises(exception.CinderConnectionFailed):
+        _attach(w)
+    assert w.volume.attachment_update.call_count == 1
+    w.volume.attachment_delete.assert_called_once_with(w.ctx, "att-1")
+    assert w.bdm.destroy.calls == 1
+    w.compute.attach_volume.assert_not_called()
 
 
 def test_a_create_without_answer_is_found_and_deleted_by_the_rollback(attach):
     w = attach
-    # the volume service made the attachment but never answered; no time
-    # left to try again (a budget of 0: one try per step)
+    # the volume service made the attachment but never answered, and the
+    # client gave up: the task sends no second create
     w.volume.attachment_create.side_effect = _cinder_down()
     w.volume.find_attachment.return_value = {"id": "att-ghost"}
-    with mock.patch.object(base, "TRANSIENT_RETRY_SECONDS", 0):
-        with pytest.raises(exception.CinderConnectionFailed):
-            _attach(w)
+    with pytest.raises(exception.CinderConnectionFailed):
+        _attach(w)
     w.volume.attachment_create.assert_called_once()
     w.volume.find_attachment.assert_called_once_with(w.ctx, "vol-1", "inst-1")
     w.volume.attachment_delete.assert_called_once_with(w.ctx, "att-ghost")
@@ -192,11 +181,13 @@ def test_the_rollback_destroys_the_record_after_a_database_restart(attach):
     w = attach
     w.compute.attach_volume.side_effect = exception.VirtDriverError(
         operation="attach", reason="boom")
+    # the delete fails (the client gave up): logged, and the record is
+    # destroyed all the same, once the database is back
     w.volume.attachment_delete.side_effect = [_cinder_down(), []]
     w.bdm.destroy.errors = [_db_down()]
     with pytest.raises(exception.VirtDriverError):
         _attach(w)
-    assert w.volume.attachment_delete.call_count == 2
+    assert w.volume.attachment_delete.call_count == 1
     assert w.bdm.destroy.calls == 2
 
 
@@ -233,11 +224,10 @@ def test_detach_reads_and_cleans_up_again_after_restarts(detach):
     w = detach
     w.instances.get_by_uuid.side_effect = [
         _db_down(), w.instances.get_by_uuid.return_value]
-    w.volume.attachment_delete.side_effect = [_cinder_down(), []]
     w.record.destroy_if_attachment.errors = [_db_down()]
     w.detach(mock.sentinel.ctx, w.instance, "vol-1")
     w.compute.detach_volume.assert_called_once()
-    assert w.volume.attachment_delete.call_count == 2
+    assert w.volume.attachment_delete.call_count == 1
     assert w.record.destroy_if_attachment.calls == 2
     w.volume.roll_detaching.assert_not_called()
 
@@ -245,10 +235,10 @@ def test_detach_reads_and_cleans_up_again_after_restarts(detach):
 def test_detach_whose_event_cannot_start_rolls_the_volume_back(detach):
     w = detach
     w.events.event_start.side_effect = _db_down()
-    w.volume.roll_detaching.side_effect = [_cinder_down(), None]
     w.detach(mock.sentinel.ctx, w.instance, "vol-1")
-    # not left detaching: rolled back, once the volume service answered
-    assert w.volume.roll_detaching.call_count == 2
+    # not left detaching: rolled back
+    w.volume.roll_detaching.assert_called_once_with(mock.sentinel.ctx,
+                                                    "vol-1")
     w.compute.detach_volume.assert_not_called()
     w.volume.attachment_delete.assert_not_called()
 

@@ -161,10 +161,24 @@ def test_create_dropped_before_commit_is_sent_again(volume_service):
 
 def test_other_posts_are_never_sent_twice(volume_service):
     api = cinder.VolumeAPI(make_conf(volume_service.endpoint))
-    volume_service.drop.append(("POST", "/v3/p1/attachments/a1/action"))
+    volume_service.drop.append(("POST", "/v3/p1/volumes/v1/action"))
     with pytest.raises(exception.CinderConnectionFailed):
-        api.attachment_complete(USER_CTX, "a1")
-    assert volume_service.count("POST", "/v3/p1/attachments/a1/action") == 1
+        api.begin_detaching(USER_CTX, "v1")
+    assert volume_service.count("POST", "/v3/p1/volumes/v1/action") == 1
+
+
+@pytest.mark.parametrize("call, path", [
+    (lambda api: api.attachment_complete(USER_CTX, "a1"),
+     "/v3/p1/attachments/a1/action"),
+    (lambda api: api.roll_detaching(USER_CTX, "v1"),
+     "/v3/p1/volumes/v1/action")], ids=["os-complete", "os-roll_detaching"])
+def test_actions_that_set_a_state_are_sent_again(volume_service, call, path):
+    """The conductor's one retry layer for the volume service is this
+    client: a state-setting action cut off unanswered goes once more."""
+    api = cinder.VolumeAPI(make_conf(volume_service.endpoint))
+    volume_service.drop.append(("POST", path))
+    call(api)
+    assert volume_service.count("POST", path) == 2
 
 
 def test_idempotent_calls_are_sent_again(volume_service):
