@@ -73,7 +73,6 @@ class ComputeTaskManager:
         self.volume_api = volume_api
         # the computes' connectors, read a moment ago (conductor.connectors)
         self.connectors = connectors.HostConnectors()
-        self._swap = swap.SwapVolumeTask(self)
         self._build = build.BuildTask(self)
         self._power = power.PowerTask(self)
         self._rebuild = rebuild.RebuildTask(self)
@@ -102,8 +101,9 @@ class ComputeTaskManager:
 
     def swap_volume(self, context, instance, old_volume_id, new_volume_id,
                     new_attachment_id):
-        self._swap.swap_volume(context, instance, old_volume_id, new_volume_id,
-                               new_attachment_id)
+        base.execute_cast(swap.SwapVolumeTask(
+            context, instance, old_volume_id, new_volume_id,
+            new_attachment_id, **self._collaborators()))
 
     def build_instances(self, context, instances):
         self._build.build_instances(context, instances)

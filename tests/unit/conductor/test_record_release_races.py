@@ -348,18 +348,16 @@ def _swap(during_compute_swap=None):
     after, Event mock)."""
     ctx, instance_uuid, record = _stored_record("att-old")
     volume = RecordingVolumeAPI(None, None)
-    manager = _manager(volume)
-    manager.connectors = types.SimpleNamespace(
-        get=lambda *args: {"host": "h1"})
+    collaborators = _collaborators(volume, connector={"host": "h1"})
     if during_compute_swap is not None:
-        manager.compute_rpcapi.swap_volume.side_effect = \
+        collaborators["compute_rpcapi"].swap_volume.side_effect = \
             lambda *a: during_compute_swap(ctx, instance_uuid)
-    task = swap_task.SwapVolumeTask(manager)
     instance = objects.Instance(ctx, uuid=instance_uuid, host="h1",
                                 task_state=None)
     with mock.patch.object(swap_task.base, "Event") as events, \
             mock.patch.object(swap_task, "notify_volume"):
-        task.swap_volume(ctx, instance, "vol-1", "vol-2", "att-vol-2")
+        swap_task.base.execute_cast(swap_task.SwapVolumeTask(
+            ctx, instance, "vol-1", "vol-2", "att-vol-2", **collaborators))
     return volume, _records(instance_uuid), events
 
 
