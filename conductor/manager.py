@@ -77,7 +77,6 @@ class ComputeTaskManager:
         self._power = power.PowerTask(self)
         self._rebuild = rebuild.RebuildTask(self)
         self._shelve = shelve.ShelveTask(self)
-        self._live_migration = live_migrate.LiveMigrationTask(self)
         self._delete = delete.DeleteTask(self)
 
     def _collaborators(self):
@@ -143,7 +142,8 @@ class ComputeTaskManager:
         self._shelve.unshelve_instance(context, instance)
 
     def live_migrate_instance(self, context, instance, host=None):
-        self._live_migration.live_migrate_instance(context, instance, host=host)
+        base.execute_cast(live_migrate.LiveMigrationTask(
+            context, instance, host=host, **self._collaborators()))
 
     def delete_instance(self, context, instance):
         self._delete.delete_instance(context, instance)

@@ -36,128 +36,136 @@ def _flavor_id(instance):
         return None
 
 
-class LiveMigrationTask(base.ManagerTask):
-    """os-migrateLive's workflow."""
+class LiveMigrationTask(base.TaskBase):
+    """os-migrateLive's workflow: move the running server to ``host`` (or
+    one the scheduler picks).
 
-    def live_migrate_instance(self, context, instance, host=None):
-        """Move the running server to ``host`` (or one the scheduler picks).
+    For each volume a second attachment of the same server, connected with
+    the destination's connector and the same attach mode; then the
+    destination connects them, the source moves the guest, the guest runs
+    on the destination, the source forgets it and disconnects the old
+    connections; only then are the BDMs switched and the source
+    attachments deleted.  Any failure before the switch undoes the steps
+    taken: the destination disconnects (once it connected), the
+    destination attachments go, and the server stays on the source as it
+    was (task_state None).  Past the source's cleanup the move is final.
+    """
 
-        For each volume a second attachment of the same server, connected
-        with the destination's connector and the same attach mode; then the
-        destination connects them, the source moves the guest, the guest
-        runs on the destination, the source forgets it and disconnects the
-        old connections; only then are the BDMs switched and the source
-        attachments deleted.  Any failure before the switch deletes the
-        destination attachments, disconnects them there, and leaves the
-        server on the source as it was (task_state None).
-        """
+    def __init__(self, context, instance, host=None, **collaborators):
+        super().__init__(context, instance, **collaborators)
+        self.host = host
+        self.source = instance.host
+        self.dest = None
+        self.migration = None
+        self.event = None
+        # the step running, named as its instance-action event
+        self.step = "compute_live_migration_select_destination"
+
+    def _begin(self, step, host):
+        self.step = step
+        self.event = base.Event(self.context, self.instance.uuid, step, host)
+
+    def _execute(self):
         from volattach.objects import service as service_obj
-        source = instance.host
-        dest = None
-        migration = self._record_start(context, instance, host)
-        new_attachments = {}      # bdm uuid -> new attachment id
-        new_bdms = []
-        dest_touched = False
-        step = "compute_live_migration_select_destination"
-        event = None
-        try:
-            if not source:
-                raise exception.InstanceInvalidState(
-                    method="live_migrate", instance_uuid=instance.uuid,
-                    attr="host", state=None)
-            minimum = max(base.min_version_for(context, instance) or 0,
-                          service_obj.LIVE_MIGRATION_SERVICE_VERSION)
-            dest = scheduler.select_host(context, ":%s" % host if host else None,
-                                         minimum, exclude=(source,))
-            for name in (source, dest):
-                if not self.compute_rpcapi.can_send_version(name, "1.3"):
-                    raise exception.ComputeTooOldForFeature(
-                        host=name, feature="live migration")
-            source_service = objects.Service.get_by_host_and_binary(
-                context.elevated(), source, compute_rpcapi.BINARY)
-            if source_service is None or (
-                    source_service.version < service_obj.LIVE_MIGRATION_SERVICE_VERSION):
-                raise exception.ComputeTooOldForFeature(host=source,
-                                                        feature="live migration")
-            self._record(migration, migration_obj.PREPARING, dest_compute=dest,
-                         dest_node=dest)
+        context, instance = self.context, self.instance
+        self.migration = self._record_start(context, instance, self.host)
+        self._did("put the task state back", self._reset_task_state,
+                  "migrating")
+        if not self.source:
+            raise exception.InstanceInvalidState(
+                method="live_migrate", instance_uuid=instance.uuid,
+                attr="host", state=None)
+        minimum = max(base.min_version_for(context, instance) or 0,
+                      service_obj.LIVE_MIGRATION_SERVICE_VERSION)
+        dest = self.dest = scheduler.select_host(
+            context, ":%s" % self.host if self.host else None, minimum,
+            exclude=(self.source,))
+        for name in (self.source, dest):
+            if not self.compute_rpcapi.can_send_version(name, "1.3"):
+                raise exception.ComputeTooOldForFeature(
+                    host=name, feature="live migration")
+        source_service = objects.Service.get_by_host_and_binary(
+            context.elevated(), self.source, compute_rpcapi.BINARY)
+        if source_service is None or (
+                source_service.version < service_obj.LIVE_MIGRATION_SERVICE_VERSION):
+            raise exception.ComputeTooOldForFeature(host=self.source,
+                                                    feature="live migration")
+        self._record(self.migration, migration_obj.PREPARING,
+                     dest_compute=dest, dest_node=dest)
 
-            step = "compute_live_migration_attach_destination"
-            event = base.Event(context, instance.uuid, step, dest)
-            bdms = self._records_once_attached(context, instance)
-            old_bdms = [b for b in bdms if b.is_volume and b.attachment_id]
-            for bdm in old_bdms:
-                mode = bdm.attach_mode or "rw"
-                attachment = self.volume_api.attachment_create(
-                    context, bdm.volume_id, instance.uuid,
-                    mode="ro" if mode == "ro" else None)
-                new_attachments[bdm.uuid] = attachment["id"]
-                connector = self._connector(context, dest, bdm.device_name, mode)
-                attachment = self.volume_api.attachment_update(
-                    context, attachment["id"], connector, mountpoint=bdm.device_name)
-                new = bdm.obj_clone()
-                new.attachment_id = attachment["id"]
-                new.set_connection_info(attachment["connection_info"])
-                new.obj_reset_changes()
-                new_bdms.append(new)
-            event.success()
+        self._begin("compute_live_migration_attach_destination", dest)
+        bdms = self._records_once_attached()
+        old_bdms = [b for b in bdms if b.is_volume and b.attachment_id]
+        new_bdms = [self._attach_destination(bdm) for bdm in old_bdms]
+        self.event.success()
 
-            step = "compute_pre_live_migration"
-            event = base.Event(context, instance.uuid, step, dest)
-            migrate_data = self.compute_rpcapi.pre_live_migration(
-                context, instance, new_bdms, dest)
-            dest_touched = True
-            event.success()
+        self._begin("compute_pre_live_migration", dest)
+        migrate_data = self.compute_rpcapi.pre_live_migration(
+            context, instance, new_bdms, dest)
+        self._did("disconnect the volumes at %s" % dest,
+                  self.compute_rpcapi.rollback_live_migration_at_destination,
+                  context, instance, new_bdms, dest)
+        self.event.success()
 
-            step = "compute_live_migration"
-            self._record(migration, migration_obj.RUNNING)
-            event = base.Event(context, instance.uuid, step, source)
-            self.compute_rpcapi.live_migration(context, instance, dest,
-                                               migrate_data=migrate_data)
-            self.compute_rpcapi.post_live_migration_at_destination(
-                context, instance, new_bdms, dest)
-            event.success()
+        self._record(self.migration, migration_obj.RUNNING)
+        self._begin("compute_live_migration", self.source)
+        self.compute_rpcapi.live_migration(context, instance, dest,
+                                           migrate_data=migrate_data)
+        self.compute_rpcapi.post_live_migration_at_destination(
+            context, instance, new_bdms, dest)
+        self.event.success()
 
-            step = "compute_post_live_migration_at_source"
-            event = base.Event(context, instance.uuid, step, source)
-            self.compute_rpcapi.post_live_migration_at_source(context, instance,
-                                                              old_bdms)
-        except Exception as error:
-            LOG.warning("live migration of %s from %s to %s failed at %s: %s",
-                        instance.uuid, source, dest, step, error)
-            if dest_touched:
-                try:
-                    self.compute_rpcapi.rollback_live_migration_at_destination(
-                        context, instance, new_bdms, dest)
-                except Exception:
-                    LOG.exception("rollback at %s failed", dest)
-            for attachment_id in new_attachments.values():
-                self._cleanup_attachment(context, attachment_id)
-            self._reset_task_state(instance, "migrating")
-            self._record(migration, migration_obj.FAILED if step in _MOVE_STEPS
-                         else migration_obj.ERROR)
-            base.Event.failed(event, context, instance.uuid, step, error)
-            return
-        # the switch is done: the server runs on dest with the new attachments
-        for bdm in old_bdms:
-            new = next(b for b in new_bdms if b.uuid == bdm.uuid)
+        self._begin("compute_post_live_migration_at_source", self.source)
+        self.compute_rpcapi.post_live_migration_at_source(context, instance,
+                                                          old_bdms)
+        # the switch is done: the server runs on dest with the new
+        # attachments; from here the move only goes forward
+        self._commit_steps()
+        for bdm, new in zip(old_bdms, new_bdms):
             try:
-                self._switch(context, instance, dest, bdm, new)
+                self._switch(bdm, new)
             except Exception:
                 LOG.exception("switch of volume %s of %s to %s failed",
                               bdm.volume_id, instance.uuid, dest)
-        try:
-            instance.host = dest
-            instance.node = dest
-            instance.task_state = None
-            instance.save(expected_task_state=["migrating"])
-        except Exception as error:
-            LOG.exception("could not record %s on %s", instance.uuid, dest)
-            self._record(migration, migration_obj.ERROR)
-            event.failure(error)
-            return
-        self._record(migration, migration_obj.COMPLETED)
-        event.success()
+        self.step = "compute_live_migration_record_destination"
+        instance.host = dest
+        instance.node = dest
+        instance.task_state = None
+        instance.save(expected_task_state=["migrating"])
+
+    def _attach_destination(self, bdm):
+        """A second attachment of ``bdm``'s volume, connected to the
+        destination (same attach mode); the copy of the record that holds
+        it."""
+        mode = bdm.attach_mode or "rw"
+        attachment = self.volume_api.attachment_create(
+            self.context, bdm.volume_id, self.instance.uuid,
+            mode="ro" if mode == "ro" else None)
+        self._did("delete attachment %s" % attachment["id"],
+                  self._delete_attachment, attachment["id"])
+        attachment = self.volume_api.attachment_update(
+            self.context, attachment["id"],
+            self._connector(self.dest, bdm.device_name, mode),
+            mountpoint=bdm.device_name)
+        new = bdm.obj_clone()
+        new.attachment_id = attachment["id"]
+        new.set_connection_info(attachment["connection_info"])
+        new.obj_reset_changes()
+        return new
+
+    def _on_success(self):
+        self._record(self.migration, migration_obj.COMPLETED)
+        self.event.success()
+
+    def rollback(self, error):
+        LOG.warning("live migration of %s from %s to %s failed at %s: %s",
+                    self.instance.uuid, self.source, self.dest, self.step,
+                    error)
+        super().rollback(error)
+        self._record(self.migration, migration_obj.FAILED
+                     if self.step in _MOVE_STEPS else migration_obj.ERROR)
+        base.Event.failed(self.event, self.context, self.instance.uuid,
+                          self.step, error)
 
     @staticmethod
     def _record_start(context, instance, host):
@@ -201,7 +209,7 @@ class LiveMigrationTask(base.ManagerTask):
             LOG.exception("could not set migration %s to %s",
                           getattr(migration, "uuid", None), status)
 
-    def _records_once_attached(self, context, instance):
+    def _records_once_attached(self):
         """The server's records, read once no attach of one of its volumes
         is under way (waiting up to ``ATTACH_WAIT_SECONDS``, then refused);
         refused at once while a detach is (``_being_attached``).
@@ -213,12 +221,13 @@ class LiveMigrationTask(base.ManagerTask):
         attachment attached: it moves with the others) or to go.  Without
         the wait, it would plug the volume on the source after the guest
         left, with an attachment this migration does not move."""
+        instance = self.instance
         deadline = time.monotonic() + ATTACH_WAIT_SECONDS
         while True:
             bdms = base.retry_transient(
                 objects.BlockDeviceMappingList.get_by_instance_uuid,
-                context, instance.uuid)
-            attaching = self._being_attached(context, instance, bdms)
+                self.context, instance.uuid)
+            attaching = self._being_attached(bdms)
             if not attaching:
                 return bdms
             if time.monotonic() >= deadline:
@@ -230,11 +239,12 @@ class LiveMigrationTask(base.ManagerTask):
                      "%s", instance.uuid, ", ".join(attaching))
             time.sleep(ATTACH_WAIT_INTERVAL)
 
-    def _being_attached(self, context, instance, bdms):
+    def _being_attached(self, bdms):
         """The volumes of ``bdms`` whose attach is under way (a record
         without an attachment yet, or whose attachment is not attached);
         InstanceInvalidState while a detach of one is (it would remove a
         record this migration is about to move)."""
+        instance = self.instance
         attaching = []
         for bdm in bdms:
             if not bdm.is_volume:
@@ -243,8 +253,7 @@ class LiveMigrationTask(base.ManagerTask):
                 if not bdm.connection_info:
                     attaching.append(bdm.volume_id)
                 continue        # else a record of the old attach flow
-            volume = base.retry_transient(self.volume_api.get, context,
-                                          bdm.volume_id)
+            volume = self.volume_api.get(self.context, bdm.volume_id)
             if volume.get("status") == "detaching":
                 raise exception.InstanceInvalidState(
                     method="live_migrate", instance_uuid=instance.uuid,
@@ -256,10 +265,11 @@ class LiveMigrationTask(base.ManagerTask):
                 attaching.append(bdm.volume_id)
         return attaching
 
-    def _switch(self, context, instance, dest, bdm, new):
+    def _switch(self, bdm, new):
         """Move one record onto its destination attachment and delete the
         source one.  A record a detach removed meanwhile: the volume leaves
         the destination too (disconnected there, its attachment deleted)."""
+        context, instance, dest = self.context, self.instance, self.dest
         old_attachment_id = bdm.attachment_id
         try:
             self.volume_api.attachment_complete(context, new.attachment_id)
@@ -279,5 +289,11 @@ class LiveMigrationTask(base.ManagerTask):
                 self.compute_rpcapi.detach_volume(context, moved, new)
             except Exception:
                 LOG.exception("detach of %s at %s failed", bdm.volume_id, dest)
-            self._cleanup_attachment(context, new.attachment_id)
-        self._cleanup_attachment(context, old_attachment_id)
+            self._delete_logged(new.attachment_id)
+        self._delete_logged(old_attachment_id)
+
+    def _delete_logged(self, attachment_id):
+        try:
+            self._delete_attachment(attachment_id)
+        except Exception:
+            LOG.exception("could not delete attachment %s", attachment_id)

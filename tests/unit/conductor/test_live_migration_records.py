@@ -136,9 +136,10 @@ def test_a_record_that_cannot_be_saved_never_stops_the_rollback(
     getattr(rec.compute, failing).side_effect = exception.VirtDriverError(
         operation=failing, reason="injected")
     rec.tm.live_migrate_instance(rec.ctx, rec.instance, "dest")
-    # the rollback ran whole: destination attachments deleted, source kept
+    # the rollback ran whole (newest step first): destination attachments
+    # deleted, source kept
     assert [c.args[1] for c in rec.volume.attachment_delete.call_args_list] \
-        == ["new-1", "new-2"]
+        == ["new-2", "new-1"]
     assert [b.attachment_id for b in rec.bdms] == ["old-1", "old-2"]
     assert rec.compute.rollback_live_migration_at_destination.called == (
         failing == "live_migration")

@@ -126,8 +126,9 @@ def test_failure_rolls_back(w, failing, dest_touched):
     w.tm.live_migrate_instance(w.ctx, w.instance, "dest")
     deleted = [c.args[1] for c in w.volume.attachment_delete.call_args_list]
     assert "old-1" not in deleted and "old-2" not in deleted
+    # undone newest first
     assert deleted == (["new-1"] if failing == "attachment_update"
-                       else ["new-1", "new-2"])
+                       else ["new-2", "new-1"])
     assert [b.attachment_id for b in w.bdms] == ["old-1", "old-2"]
     assert all(b.saved == 0 for b in w.bdms)
     w.volume.attachment_complete.assert_not_called()
