@@ -66,6 +66,10 @@ def get_admin_context(request_id=None):
                           request_id=request_id, overwrite=False)
 
 
+# the user_id and project_id columns of both databases
+ID_MAX_LENGTH = 255
+
+
 def from_noauth_token(token, request_id=None):
     """``<user>:<project>[:<role>,<role>]`` -> RequestContext, or None."""
     if not token:
@@ -73,6 +77,8 @@ def from_noauth_token(token, request_id=None):
     parts = token.split(":")
     if len(parts) < 2 or not parts[0] or not parts[1] or len(parts) > 3:
         return None
+    if max(len(parts[0]), len(parts[1])) > ID_MAX_LENGTH:
+        return None     # no row could hold it (user_id, project_id)
     roles = ["member", "reader"]
     if len(parts) == 3 and parts[2]:
         roles = [r.strip() for r in parts[2].split(",") if r.strip()]

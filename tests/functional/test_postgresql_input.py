@@ -332,3 +332,17 @@ def test_text_orders_and_filters_as_on_sqlite(api, server):
         assert status == 200, (pattern, answer)
         assert (server in [s["id"] for s in answer["servers"]]) == found, \
             pattern
+
+
+def test_a_noauth_identity_longer_than_its_column_is_401(deployment):
+    """The user and project of a noauth token go into columns of 255
+    characters: a longer one is no identity (PostgreSQL refused it: 500)."""
+    from tests.integration import client as clients
+    for token in ("u:" + "p" * 256, "u" * 256 + ":p"):
+        volumes = clients.VolumeClient(deployment.volume_url, token)
+        status, answer, _ = volumes.create_volume(size=1, name="pg-long-id")
+        assert status == 401, answer
+        api = clients.ComputeClient(deployment.api_url, token)
+        status, answer = _raw(api, "POST", "/os-keypairs",
+                              {"keypair": {"name": "pg-long-id"}})
+        assert status == 401, answer
