@@ -8,16 +8,18 @@ driver can encode a lone surrogate (U+D800..U+DFFF, which JSON's
 it.  So such a string is refused before it reaches a query:
 
 - ``unstorable_path(value)``: where in a JSON document (keys and values)
-  the first such string is, or None; the JSON-schema validation of both
-  services calls it on every body and query (400 with the service's
-  ``Invalid input for field/attribute ...`` message);
+  the first such string is, or None; ``check_document``, which the
+  JSON-schema validation of both services calls on every body and query,
+  raises the 400 with the service's ``Invalid input for field/attribute
+  ...`` message;
 - ``PathAndQuery``: falcon middleware of both services.  A query string
   with a NUL in a name or value is a 400 (``Invalid input for query
   parameters <name>``), before any handler parses it; a path segment with
   one is the 404 of that resource (an id that no stored object can have),
   built by the service's table ``{route parameter: factory(value, params,
   req)}``.  Percent-encoded bytes that are not UTF-8 reach us as U+FFFD,
-  never as surrogates, so only the NUL needs checking there;
+  never as surrogates, so only the NUL needs checking there (and, with
+  ``integer_id``, a number beyond an integer id column);
 - ``type_in_range``: the ``type`` keyword of the body validators of both
   services: where a schema allows an integer, an integer (or a string of
   digits) outside a PostgreSQL ``integer`` column (signed 32 bits) fails
