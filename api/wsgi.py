@@ -1,6 +1,6 @@
 """The WSGI assembly of the compute API: ``application`` for gunicorn.
 
-``gunicorn api.wsgi:application`` builds the application in each worker, on
+``gunicorn volattach.api.wsgi:application`` builds the application in each worker, on
 first access of ``application`` (gunicorn's app loading, after the fork):
 it parses the configuration (files from the colon-separated environment
 variable ``VOLATTACH_CONFIG_FILE`` unless the configuration was already

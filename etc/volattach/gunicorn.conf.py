@@ -1,9 +1,9 @@
 """gunicorn settings for the compute API, read from the volattach config.
 
     VOLATTACH_CONFIG_FILE=/etc/volattach/volattach.conf \\
-        gunicorn -c etc/volattach/gunicorn.conf.py api.wsgi:application
+        gunicorn -c etc/volattach/gunicorn.conf.py volattach.api.wsgi:application
 
-(``api.wsgi:application`` may be left out: ``wsgi_app`` below names it.)
+(``volattach.api.wsgi:application`` may be left out: ``wsgi_app`` below names it.)
 Bind address, workers and threads come from ``[api] listen``, ``port``,
 ``workers`` and ``threads`` of the file named by ``VOLATTACH_CONFIG_FILE``,
 else of /etc/volattach/volattach.conf when it exists, else the defaults

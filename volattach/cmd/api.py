@@ -3,7 +3,7 @@
 Parses the command line and configuration in the master, exports the
 configuration files in ``VOLATTACH_CONFIG_FILE`` (colon-separated: what
 ``api.wsgi`` reads in a worker that finds the configuration unparsed), then
-runs gunicorn on ``api.wsgi:application`` bound to ``[api] listen`` and
+runs gunicorn on ``volattach.api.wsgi:application`` bound to ``[api] listen`` and
 ``[api] port`` (bound before gunicorn starts, so that a port in use is one
 line naming it) with ``[api] workers`` processes of ``[api] threads``
 threads.  It refuses to start with noauth on a non-loopback address

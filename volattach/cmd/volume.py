@@ -2,7 +2,7 @@
 
 Parses the configuration, runs the volume database migrations, registers
 the service (and keeps its heartbeat from the gunicorn master), then serves
-``volume.wsgi:application`` with gunicorn on ``[volume] listen``/``port``
+``volattach.volume.wsgi:application`` with gunicorn on ``[volume] listen``/``port``
 (bound first: a port in use is one line, before anything started)
 with ``[volume] workers`` processes.  It refuses to start with noauth on
 a non-loopback address (``volattach.wsgi.insecure``).
