@@ -76,7 +76,6 @@ class ComputeTaskManager:
         self._build = build.BuildTask(self)
         self._power = power.PowerTask(self)
         self._rebuild = rebuild.RebuildTask(self)
-        self._shelve = shelve.ShelveTask(self)
         self._delete = delete.DeleteTask(self)
 
     def _collaborators(self):
@@ -133,13 +132,16 @@ class ComputeTaskManager:
                                        reimage_image_id=reimage_image_id)
 
     def shelve_instance(self, context, instance, offload):
-        self._shelve.shelve_instance(context, instance, offload)
+        base.execute_cast(shelve.ShelveTask(
+            context, instance, offload, **self._collaborators()))
 
     def shelve_offload_instance(self, context, instance):
-        self._shelve.shelve_offload_instance(context, instance)
+        base.execute_cast(shelve.ShelveOffloadTask(
+            context, instance, **self._collaborators()))
 
     def unshelve_instance(self, context, instance):
-        self._shelve.unshelve_instance(context, instance)
+        base.execute_cast(shelve.UnshelveTask(
+            context, instance, **self._collaborators()))
 
     def live_migrate_instance(self, context, instance, host=None):
         base.execute_cast(live_migrate.LiveMigrationTask(

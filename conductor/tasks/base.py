@@ -248,6 +248,35 @@ class TaskBase:
         return self.connectors.get(self.context, host, device_name,
                                    attach_mode)
 
+    def _connect_volumes(self, host, bdms):
+        """attachment_update of every reserved volume BDM with ``host``'s
+        connector (build and unshelve); saves the connection_info, only
+        while the record holds the attachment it was read with: a swap of
+        a shelved-offloaded server that began before the unshelve may have
+        moved the record to another volume meanwhile, and that volume's
+        record must not get this one's connection (InstanceInvalidState:
+        the unshelve fails and can be tried again)."""
+        for bdm in bdms:
+            if bdm.is_volume and bdm.attachment_id:
+                attachment_id = bdm.attachment_id
+                attachment = self.volume_api.attachment_update(
+                    self.context, attachment_id,
+                    self._connector(host, bdm.device_name, bdm.attach_mode),
+                    mountpoint=bdm.device_name)
+                bdm.set_connection_info(attachment["connection_info"])
+                if not retry_transient(bdm.save_if_attachment, attachment_id):
+                    raise exception.InstanceInvalidState(
+                        method="connect the volumes of",
+                        instance_uuid=bdm.instance_uuid,
+                        attr="attachment of record %s" % bdm.id,
+                        state=bdm.attachment_id)
+
+    def _complete_volumes(self, bdms):
+        for bdm in bdms:
+            if bdm.is_volume and bdm.attachment_id:
+                self.volume_api.attachment_complete(self.context,
+                                                    bdm.attachment_id)
+
     def _delete_attachment(self, attachment_id):
         """Delete an attachment (an undo): one already gone is fine."""
         try:

@@ -1,4 +1,5 @@
-"""Shelve, offload and unshelve a server, moving its volumes' attachments."""
+"""Shelve, offload and unshelve a server, moving its volumes' attachments
+(one task each: ``ShelveTask``, ``ShelveOffloadTask``, ``UnshelveTask``)."""
 import logging
 
 from volattach import objects
@@ -11,66 +12,92 @@ from volattach import exception
 LOG = logging.getLogger(__name__)
 
 
-class ShelveTask(base.ManagerTask):
-    """Shelve (and offload), offload later, unshelve."""
+class ShelveTask(base.TaskBase):
+    """Power the guest off and mark the server shelved; offload it at once
+    when asked (volume-backed servers, shelved_offload_time = 0).  A
+    failure puts the task state back (the guest stays as the compute left
+    it)."""
 
-    def shelve_instance(self, context, instance, offload):
-        """Power the guest off and mark it shelved; offload at once when asked
-        (volume-backed servers, shelved_offload_time = 0)."""
-        event = base.Event(context, instance.uuid, "compute_shelve_instance", instance.host)
-        try:
-            self.compute_rpcapi.power_off_instance(context, instance)
-            instance.vm_state = instance_obj.SHELVED
-            instance.power_state = instance_obj.SHUTDOWN
-            instance.shelved_at = utcnow()
-            instance.task_state = "shelving_offloading" if offload else None
-            instance.save(expected_task_state=["shelving"])
-        except Exception as error:
-            LOG.warning("shelve of %s failed: %s", instance.uuid, error)
-            self._reset_task_state(instance, "shelving")
-            event.failure(error)
-            return
-        event.success()
-        if offload:
-            self._offload(context, instance)
+    def __init__(self, context, instance, offload, **collaborators):
+        super().__init__(context, instance, **collaborators)
+        self.offload = offload
+        self.collaborators = collaborators
+        self.event = None
 
-    def shelve_offload_instance(self, context, instance):
-        self._offload(context, instance)
+    def _execute(self):
+        instance = self.instance
+        self.event = base.Event(self.context, instance.uuid,
+                                "compute_shelve_instance", instance.host)
+        self._did("put the task state back", self._reset_task_state,
+                  "shelving")
+        self.compute_rpcapi.power_off_instance(self.context, instance)
+        instance.vm_state = instance_obj.SHELVED
+        instance.power_state = instance_obj.SHUTDOWN
+        instance.shelved_at = utcnow()
+        instance.task_state = "shelving_offloading" if self.offload else None
+        instance.save(expected_task_state=["shelving"])
 
-    def _offload(self, context, instance):
-        """Remove the server from its host; each volume keeps a connector-less
-        attachment (completed, so the volume still shows in-use)."""
-        event = base.Event(context, instance.uuid, "compute_shelve_offload_instance",
-                       instance.host)
-        try:
-            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context,
-                                                                       instance.uuid)
-            self.compute_rpcapi.terminate_instance(context, instance, bdms)
-            for bdm in bdms:
-                self._offload_volume(context, instance, bdm)
-            instance.host = None
-            instance.node = None
-            instance.vm_state = instance_obj.SHELVED_OFFLOADED
-            instance.power_state = instance_obj.SHUTDOWN
-            instance.task_state = None
-            instance.save(expected_task_state=["shelving_offloading"])
-        except Exception as error:
-            LOG.warning("offload of %s failed: %s", instance.uuid, error)
-            self._reset_task_state(instance, "shelving_offloading")
-            event.failure(error)
-            return
-        event.success()
+    def _on_success(self):
+        self.event.success()
+        if self.offload:
+            base.execute_cast(ShelveOffloadTask(self.context, self.instance,
+                                                **self.collaborators))
+
+    def rollback(self, error):
+        LOG.warning("shelve of %s failed: %s", self.instance.uuid, error)
+        super().rollback(error)
+        if self.event is not None:
+            self.event.failure(error)
+
+
+class ShelveOffloadTask(base.TaskBase):
+    """Remove the server from its host; each volume keeps a connector-less
+    attachment (completed, so the volume still shows in-use).  A failure
+    puts the task state back."""
+
+    def __init__(self, context, instance, **collaborators):
+        super().__init__(context, instance, **collaborators)
+        self.event = None
+
+    def _execute(self):
+        instance = self.instance
+        self.event = base.Event(self.context, instance.uuid,
+                                "compute_shelve_offload_instance",
+                                instance.host)
+        self._did("put the task state back", self._reset_task_state,
+                  "shelving_offloading")
+        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+            self.context, instance.uuid)
+        self.compute_rpcapi.terminate_instance(self.context, instance, bdms)
+        for bdm in bdms:
+            self._offload_volume(bdm)
+        instance.host = None
+        instance.node = None
+        instance.vm_state = instance_obj.SHELVED_OFFLOADED
+        instance.power_state = instance_obj.SHUTDOWN
+        instance.task_state = None
+        instance.save(expected_task_state=["shelving_offloading"])
+
+    def _on_success(self):
+        self.event.success()
+
+    def rollback(self, error):
+        LOG.warning("offload of %s failed: %s", self.instance.uuid, error)
+        super().rollback(error)
+        if self.event is not None:
+            self.event.failure(error)
 
     # A record moved again between two tries (a swap per try) is not one
     # a user can make: past this, the offload fails and can be retried.
     OFFLOAD_VOLUME_TRIES = 5
 
-    def _offload_volume(self, context, instance, bdm):
+    def _offload_volume(self, bdm):
         """Put a connector-less attachment (completed) in the record in place
         of its host's one.  The record is saved only while it holds the
         attachment read (compare-and-swap): a swap that moved it to another
         volume meanwhile gets that volume offloaded in turn; a detach that
         took it leaves nothing to do."""
+        context, instance = self.context, self.instance
         for _ in range(self.OFFLOAD_VOLUME_TRIES):
             if not (bdm.is_volume and bdm.attachment_id):
                 return
@@ -88,64 +115,101 @@ class ShelveTask(base.ManagerTask):
                 # (and the old attachment): the new one is nobody's
                 LOG.info("offload of %s: volume %s was detached meanwhile",
                          instance.uuid, bdm.volume_id)
-                self._cleanup_attachment(context, new["id"])
+                self._delete_logged(new["id"])
                 return
             if saved:
-                self._cleanup_attachment(context, old)
+                self._delete_logged(old)
                 return
             LOG.info("offload of %s: the record of %s moved to volume %s, "
                      "attachment %s, meanwhile", instance.uuid, old,
                      bdm.volume_id, bdm.attachment_id)
-            self._cleanup_attachment(context, new["id"])
+            self._delete_logged(new["id"])
         raise exception.InstanceInvalidState(
             method="shelve_offload", instance_uuid=instance.uuid,
             attr="attachment of volume %s" % bdm.volume_id, state=bdm.attachment_id)
 
-    def unshelve_instance(self, context, instance):
-        if instance.vm_state == instance_obj.SHELVED:
-            self._power_action(context, instance, "compute_unshelve_instance",
-                               self.compute_rpcapi.power_on_instance, "unshelving",
-                               instance_obj.ACTIVE, instance_obj.RUNNING)
-            return
-        event = None
+    def _delete_logged(self, attachment_id):
         try:
-            host = scheduler.select_host(context, instance.availability_zone,
-                                         base.min_version_for(context, instance))
-            event = base.Event(context, instance.uuid, "compute_unshelve_instance", host)
-            instance.host = host
-            instance.node = host
-            instance.save(expected_task_state=["unshelving"])
-            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context,
-                                                                       instance.uuid)
-            bdms = self._assign_device_names(context, instance, bdms)
-            self._connect_volumes(context, host, bdms)
-            self.compute_rpcapi.build_and_run_instance(context, instance, bdms)
-            self._complete_volumes(context, bdms)
-            instance.vm_state = instance_obj.ACTIVE
-            instance.power_state = instance_obj.RUNNING
-            instance.task_state = None
-            instance.save(expected_task_state=["unshelving"])
-        except Exception as error:
-            LOG.warning("unshelve of %s failed: %s", instance.uuid, error)
-            try:
-                instance.host = None
-                instance.node = None
-                instance.task_state = None
-                instance.save(expected_task_state=["unshelving"])
-            except Exception:
-                LOG.exception("could not reset %s after a failed unshelve", instance.uuid)
-            base.Event.failed(event, context, instance.uuid,
-                              "compute_unshelve_instance", error)
-            return
-        event.success()
+            self._delete_attachment(attachment_id)
+        except Exception:
+            LOG.exception("could not delete attachment %s during the offload "
+                          "of %s", attachment_id, self.instance.uuid)
 
-    def _assign_device_names(self, context, instance, bdms):
+
+class UnshelveTask(base.TaskBase):
+    """Unshelve: a shelved server is powered on where it is; a
+    shelved-offloaded one is scheduled, its volumes connected to the new
+    host and its guest built there.  A failure puts the server back as it
+    was (on no host for an offloaded one; task state None)."""
+
+    def __init__(self, context, instance, **collaborators):
+        super().__init__(context, instance, **collaborators)
+        self.event = None
+
+    def _execute(self):
+        if self.instance.vm_state == instance_obj.SHELVED:
+            self._power_on()
+        else:
+            self._build_elsewhere()
+
+    def _power_on(self):
+        instance = self.instance
+        self.event = base.Event(self.context, instance.uuid,
+                                "compute_unshelve_instance", instance.host)
+        self._did("put the task state back", self._reset_task_state,
+                  "unshelving")
+        self.compute_rpcapi.power_on_instance(self.context, instance)
+        instance.vm_state = instance_obj.ACTIVE
+        instance.power_state = instance_obj.RUNNING
+        instance.task_state = None
+        base.retry_transient(instance.save, expected_task_state=["unshelving"])
+
+    def _build_elsewhere(self):
+        instance = self.instance
+        host = scheduler.select_host(self.context, instance.availability_zone,
+                                     base.min_version_for(self.context,
+                                                          instance))
+        self.event = base.Event(self.context, instance.uuid,
+                                "compute_unshelve_instance", host)
+        self._did("put the server back on no host", self._unhost)
+        instance.host = host
+        instance.node = host
+        instance.save(expected_task_state=["unshelving"])
+        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+            self.context, instance.uuid)
+        bdms = self._assign_device_names(bdms)
+        self._connect_volumes(host, bdms)
+        self.compute_rpcapi.build_and_run_instance(self.context, instance,
+                                                   bdms)
+        self._complete_volumes(bdms)
+        instance.vm_state = instance_obj.ACTIVE
+        instance.power_state = instance_obj.RUNNING
+        instance.task_state = None
+        instance.save(expected_task_state=["unshelving"])
+
+    def _unhost(self):
+        self.instance.host = None
+        self.instance.node = None
+        self.instance.task_state = None
+        self.instance.save(expected_task_state=["unshelving"])
+
+    def _on_success(self):
+        self.event.success()
+
+    def rollback(self, error):
+        LOG.warning("unshelve of %s failed: %s", self.instance.uuid, error)
+        super().rollback(error)
+        base.Event.failed(self.event, self.context, self.instance.uuid,
+                          "compute_unshelve_instance", error)
+
+    def _assign_device_names(self, bdms):
         """Ask the receiving compute to name new devices (compute RPC 1.1);
         an older compute cannot, so name them here as it would have."""
         if not any(b.is_volume and not b.device_name for b in bdms):
             return bdms
-        if self.compute_rpcapi.can_send_version(instance.host, "1.1"):
-            return self.compute_rpcapi.assign_device_names(context, instance, bdms)
+        if self.compute_rpcapi.can_send_version(self.instance.host, "1.1"):
+            return self.compute_rpcapi.assign_device_names(
+                self.context, self.instance, bdms)
         from volattach.compute import device_names
         mappings = [{"device_name": b.device_name, "boot_index": b.boot_index}
                     for b in bdms]

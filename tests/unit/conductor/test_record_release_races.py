@@ -54,10 +54,6 @@ class Record:
         self.destroyed = True
 
 
-def _manager(volume):
-    return types.SimpleNamespace(volume_api=volume, compute_rpcapi=mock.Mock())
-
-
 def _collaborators(volume, connector=None):
     return {"volume_api": volume, "compute_rpcapi": mock.Mock(),
             "connectors": types.SimpleNamespace(
@@ -81,11 +77,11 @@ def test_offload_deletes_its_new_attachment_when_the_record_is_gone(instance):
     record.destroyed = True          # the detach finished first
     volume = mock.Mock()
     volume.attachment_create.return_value = {"id": "att-new"}
-    task = shelve_task.ShelveTask(_manager(volume))
     with mock.patch.object(shelve_task.objects, "BlockDeviceMappingList") as lists, \
             mock.patch.object(shelve_task.base, "Event") as events:
         lists.get_by_instance_uuid.return_value = [record]
-        task._offload(mock.sentinel.ctx, instance)
+        shelve_task.ShelveOffloadTask(mock.sentinel.ctx, instance,
+                                      **_collaborators(volume)).execute()
     # the connector-less attachment made for a record that is gone is deleted
     volume.attachment_delete.assert_called_once_with(mock.sentinel.ctx, "att-new")
     # and the offload itself still completes
@@ -328,9 +324,9 @@ def test_an_offload_follows_a_record_a_swap_moved(database):
         "attachment_create", _move(ctx, instance_uuid, "vol-2", "att-vol-2"))
     instance = mock.Mock(uuid=instance_uuid, host="h1",
                          task_state="shelving_offloading")
-    task = shelve_task.ShelveTask(_manager(volume))
     with mock.patch.object(shelve_task.base, "Event") as events:
-        task._offload(ctx, instance)
+        shelve_task.ShelveOffloadTask(ctx, instance,
+                                      **_collaborators(volume)).execute()
     events.return_value.success.assert_called_once_with()
     assert volume.created == [("vol-1", "att-offload-0"),
                               ("vol-2", "att-offload-1")]
@@ -392,17 +388,16 @@ def test_an_unshelve_leaves_a_record_a_swap_moved(database):
         ctx, instance_uuid)
     volume = RecordingVolumeAPI(
         "attachment_update", _move(ctx, instance_uuid, "vol-2", "att-vol-2"))
-    manager = _manager(volume)
-    manager.connectors = types.SimpleNamespace(
-        get=lambda *args: {"host": "h2"})
-    task = shelve_task.ShelveTask(manager)
+    task = shelve_task.UnshelveTask(
+        ctx, objects.Instance(ctx, uuid=instance_uuid),
+        **_collaborators(volume, connector={"host": "h2"}))
     with pytest.raises(exception.InstanceInvalidState):
-        task._connect_volumes(ctx, "h2", read_by_unshelve)
+        task._connect_volumes("h2", read_by_unshelve)
     assert _records(instance_uuid) == [("vol-2", "att-vol-2")]
     stored = db_api.bdm_get_by_instance_uuids([instance_uuid])[0]
     assert "att-old" not in (stored["connection_info"] or "")
     # without the race, the connection is saved
     ctx, instance_uuid, record = _stored_record("att-old")
-    task._connect_volumes(ctx, "h2", [record])
+    task._connect_volumes("h2", [record])
     stored = db_api.bdm_get_by_instance_uuids([instance_uuid])[0]
     assert '"attachment": "att-old"' in stored["connection_info"]
