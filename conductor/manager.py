@@ -74,7 +74,6 @@ class ComputeTaskManager:
         # the computes' connectors, read a moment ago (conductor.connectors)
         self.connectors = connectors.HostConnectors()
         self._build = build.BuildTask(self)
-        self._power = power.PowerTask(self)
         self._rebuild = rebuild.RebuildTask(self)
         self._delete = delete.DeleteTask(self)
 
@@ -107,25 +106,31 @@ class ComputeTaskManager:
         self._build.build_instances(context, instances)
 
     def stop_instance(self, context, instance):
-        self._power.stop_instance(context, instance)
+        self._power_action(context, instance, "stop")
 
     def start_instance(self, context, instance):
-        self._power.start_instance(context, instance)
+        self._power_action(context, instance, "start")
 
     def pause_instance(self, context, instance):
-        self._power.pause_instance(context, instance)
+        self._power_action(context, instance, "pause")
 
     def unpause_instance(self, context, instance):
-        self._power.unpause_instance(context, instance)
+        self._power_action(context, instance, "unpause")
 
     def suspend_instance(self, context, instance):
-        self._power.suspend_instance(context, instance)
+        self._power_action(context, instance, "suspend")
 
     def resume_instance(self, context, instance):
-        self._power.resume_instance(context, instance)
+        self._power_action(context, instance, "resume")
 
     def reboot_instance(self, context, instance, reboot_type):
-        self._power.reboot_instance(context, instance, reboot_type)
+        self._power_action(context, instance, "reboot",
+                           reboot_type=reboot_type)
+
+    def _power_action(self, context, instance, action, reboot_type=None):
+        base.execute_cast(power.PowerActionTask(
+            context, instance, action, reboot_type=reboot_type,
+            **self._collaborators()))
 
     def rebuild_instance(self, context, instance, reimage_image_id=None):
         self._rebuild.rebuild_instance(context, instance,
