@@ -73,7 +73,6 @@ class ComputeTaskManager:
         self.volume_api = volume_api
         # the computes' connectors, read a moment ago (conductor.connectors)
         self.connectors = connectors.HostConnectors()
-        self._build = build.BuildTask(self)
         self._rebuild = rebuild.RebuildTask(self)
         self._delete = delete.DeleteTask(self)
 
@@ -103,7 +102,9 @@ class ComputeTaskManager:
             new_attachment_id, **self._collaborators()))
 
     def build_instances(self, context, instances):
-        self._build.build_instances(context, instances)
+        for instance in instances:
+            base.execute_cast(build.BuildTask(context, instance,
+                                              **self._collaborators()))
 
     def stop_instance(self, context, instance):
         self._power_action(context, instance, "stop")

@@ -11,59 +11,65 @@ from volattach import exception
 LOG = logging.getLogger(__name__)
 
 
-class BuildTask(base.ManagerTask):
-    """Build the servers the API created (task_state scheduling)."""
+class BuildTask(base.TaskBase):
+    """Build one server the API created (task_state scheduling): schedule
+    it, connect its volumes, spawn it.  Nothing of a failed build is
+    undone here: the server goes to ERROR with its fault (as Nova), and
+    its delete releases the volumes; a server deleted or changed while
+    building is left to that delete."""
 
-    def build_instances(self, context, instances):
-        for instance in instances:
-            self._build_one(context, instance)
+    def __init__(self, context, instance, **collaborators):
+        super().__init__(context, instance, **collaborators)
+        self.event = None
 
-    def _build_one(self, context, instance):
-        event = None
-        try:
-            host = scheduler.select_host(context, instance.availability_zone,
-                                         base.min_version_for(context, instance))
-            event = base.Event(context, instance.uuid, "compute_build_and_run_instance",
-                           host)
-            instance.host = host
-            instance.node = host
-            instance.task_state = "spawning"
-            instance.save(expected_task_state=["scheduling"])
-            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
-                context, instance.uuid)
-            self._connect_volumes(context, host, bdms)
-            self.compute_rpcapi.build_and_run_instance(context, instance, bdms)
-            self._complete_volumes(context, bdms)
-            instance.vm_state = instance_obj.ACTIVE
-            instance.power_state = instance_obj.RUNNING
-            instance.task_state = None
-            instance.launched_at = utcnow()
-            instance.save(expected_task_state=["spawning"])
-        except exception.UnexpectedTaskState as error:
+    def _execute(self):
+        instance = self.instance
+        host = scheduler.select_host(self.context, instance.availability_zone,
+                                     base.min_version_for(self.context,
+                                                          instance))
+        self.event = base.Event(self.context, instance.uuid,
+                                "compute_build_and_run_instance", host)
+        instance.host = host
+        instance.node = host
+        instance.task_state = "spawning"
+        instance.save(expected_task_state=["scheduling"])
+        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+            self.context, instance.uuid)
+        self._connect_volumes(host, bdms)
+        self.compute_rpcapi.build_and_run_instance(self.context, instance,
+                                                   bdms)
+        self._complete_volumes(bdms)
+        instance.vm_state = instance_obj.ACTIVE
+        instance.power_state = instance_obj.RUNNING
+        instance.task_state = None
+        instance.launched_at = utcnow()
+        instance.save(expected_task_state=["spawning"])
+
+    def _on_success(self):
+        self.event.success()
+
+    def rollback(self, error):
+        super().rollback(error)
+        if isinstance(error, exception.UnexpectedTaskState):
             # deleted or changed while building: the delete owns the cleanup
-            LOG.info("build of %s interrupted: %s", instance.uuid, error)
-            base.Event.failed(event, context, instance.uuid,
+            LOG.info("build of %s interrupted: %s", self.instance.uuid, error)
+        elif not isinstance(error, exception.InstanceNotFound):
+            LOG.warning("build of %s failed: %s", self.instance.uuid, error)
+            self._put_in_error(error)
+        base.Event.failed(self.event, self.context, self.instance.uuid,
                           "compute_build_and_run_instance", error)
-            return
-        except exception.InstanceNotFound as error:
-            base.Event.failed(event, context, instance.uuid,
-                          "compute_build_and_run_instance", error)
-            return
-        except Exception as error:
-            LOG.warning("build of %s failed: %s", instance.uuid, error)
-            try:
-                instance.vm_state = instance_obj.ERROR
-                instance.task_state = None
-                instance.fault = {"code": 500 if not isinstance(
-                    error, exception.NoValidHost) else 500,
-                    "message": (error.format_message()
-                                if isinstance(error, exception.VolattachException)
-                                else str(error)) or error.__class__.__name__,
-                    "created": utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")}
-                instance.save()
-            except Exception:
-                LOG.exception("could not put %s in ERROR", instance.uuid)
-            base.Event.failed(event, context, instance.uuid,
-                          "compute_build_and_run_instance", error)
-            return
-        event.success()
+
+    def _put_in_error(self, error):
+        instance = self.instance
+        try:
+            instance.vm_state = instance_obj.ERROR
+            instance.task_state = None
+            instance.fault = {
+                "code": 500,
+                "message": (error.format_message()
+                            if isinstance(error, exception.VolattachException)
+                            else str(error)) or error.__class__.__name__,
+                "created": utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")}
+            instance.save()
+        except Exception:
+            LOG.exception("could not put %s in ERROR", instance.uuid)
