@@ -74,7 +74,6 @@ class ComputeTaskManager:
         # the computes' connectors, read a moment ago (conductor.connectors)
         self.connectors = connectors.HostConnectors()
         self._rebuild = rebuild.RebuildTask(self)
-        self._delete = delete.DeleteTask(self)
 
     def _collaborators(self):
         """What a task run is built with (``tasks.base.TaskBase``)."""
@@ -154,4 +153,5 @@ class ComputeTaskManager:
             context, instance, host=host, **self._collaborators()))
 
     def delete_instance(self, context, instance):
-        self._delete.delete_instance(context, instance)
+        base.execute_cast(delete.DeleteTask(context, instance,
+                                            **self._collaborators()))

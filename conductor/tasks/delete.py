@@ -12,13 +12,22 @@ LOG = logging.getLogger(__name__)
 RELEASE_TRIES = 5
 
 
-class DeleteTask(base.ManagerTask):
+class DeleteTask(base.TaskBase):
     """The delete of a server on a host (the API deletes a server on no
-    up host itself, with ``release_instance_volumes``)."""
+    up host itself, with ``release_instance_volumes``): destroy the guest,
+    release every volume, then the server.  Nothing is undone: each step
+    goes forward whatever the one before it did (a guest its compute could
+    not destroy is deleted locally; an attachment that could not be
+    deleted is left to the reconcile pass)."""
 
-    def delete_instance(self, context, instance):
-        """Destroy the guest, release every volume, then the server."""
-        event = base.Event(context, instance.uuid, "compute_terminate_instance", instance.host)
+    def __init__(self, context, instance, **collaborators):
+        super().__init__(context, instance, **collaborators)
+        self.event = None
+
+    def _execute(self):
+        context, instance = self.context, self.instance
+        self.event = base.Event(context, instance.uuid,
+                                "compute_terminate_instance", instance.host)
         bdms = base.retry_transient(
             objects.BlockDeviceMappingList.get_by_instance_uuid,
             context, instance.uuid)
@@ -26,8 +35,8 @@ class DeleteTask(base.ManagerTask):
             try:
                 self.compute_rpcapi.terminate_instance(context, instance, bdms)
             except Exception as error:
-                LOG.warning("terminate of %s on %s failed (%s); deleting locally",
-                            instance.uuid, instance.host, error)
+                LOG.warning("terminate of %s on %s failed (%s); deleting "
+                            "locally", instance.uuid, instance.host, error)
         release_instance_volumes(context, self.volume_api, bdms)
         try:
             base.retry_transient(instance.destroy)
@@ -35,7 +44,15 @@ class DeleteTask(base.ManagerTask):
             pass
         release_instance_volumes(context, self.volume_api,
                                  created_since(context, instance, bdms))
-        event.success()
+
+    def _on_success(self):
+        self.event.success()
+
+    def rollback(self, error):
+        LOG.warning("delete of %s failed: %s", self.instance.uuid, error)
+        super().rollback(error)
+        if self.event is not None:
+            self.event.failure(error)
 
 
 def release_instance_volumes(context, volume_api, bdms):
