@@ -13,7 +13,7 @@ serial console log directly (not the API):
   init lists the disk (its serial) on the console;
 - detach: from the 202 of DELETE until the guest no longer lists it.
 
-    .venv/bin/python -m benchmarks.several_hosts --cycles 10
+    .venv/bin/python -m benchmarks.several_hosts --cycles 10 [--no-tls]
 
 Needs root and what the tier needs (tests/several_hosts/README.md).
 Prints a JSON summary, with the set-up phases' seconds.
@@ -81,15 +81,20 @@ def _cycle(hosts, guest):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cycles", type=int, default=10)
+    parser.add_argument("--no-tls", action="store_true",
+                        help="plain NBD ([volume] allow_insecure_nbd), to "
+                             "see what TLS costs")
     parser.add_argument("--image-dir", default=os.environ.get(
         "VOLATTACH_TEST_IMAGE_DIR",
         os.path.join(REPO, ".ci-state", "images")))
     args = parser.parse_args(argv)
+    args.image_dir = os.path.abspath(args.image_dir)
     image = _image(args.image_dir)
-    result = {"cycles": args.cycles}
+    result = {"cycles": args.cycles, "nbd_tls": not args.no_tls}
     with tempfile.TemporaryDirectory(prefix="va-bench-sh-") as work:
         started = time.monotonic()
-        with topology.several_hosts(work, args.image_dir, image) as hosts:
+        with topology.several_hosts(work, args.image_dir, image,
+                                    nbd_tls=not args.no_tls) as hosts:
             result["setup_seconds"] = phases = hosts.timings
             booted = time.monotonic()
             guests = hosts.boot(("bench-a", "compute1"),

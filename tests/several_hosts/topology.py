@@ -281,9 +281,10 @@ def _check_prerequisites():
 
 
 @contextlib.contextmanager
-def several_hosts(workdir, image_dir, image):
+def several_hosts(workdir, image_dir, image, nbd_tls=True):
     """Build the topology of README.md in ``workdir`` and yield a Hosts;
-    tear it all down at the end."""
+    tear it all down at the end.  ``nbd_tls=False``: plain NBD
+    (``[volume] allow_insecure_nbd``), for benchmarks to compare."""
     from volattach import nbd_certs
     _check_prerequisites()
     net = Network()
@@ -347,10 +348,15 @@ def several_hosts(workdir, image_dir, image):
                            overrides=controller)
             with open(os.path.join(dep.workdir, "volume.conf"), "a") as f:
                 f.write("[volume]\nbackend = file\nbackend_name = file\n"
-                        "export_host = %s\nexport_port = %d\nnbd_tls = true\n"
-                        "nbd_tls_dir = %s\n" % (ctl, EXPORT_PORT, server_pki))
-                for dname in allowed:
-                    f.write("nbd_tls_allowed_clients = %s\n" % dname)
+                        "export_host = %s\nexport_port = %d\n"
+                        % (ctl, EXPORT_PORT))
+                if not nbd_tls:
+                    f.write("allow_insecure_nbd = true\n")
+                else:
+                    f.write("nbd_tls = true\nnbd_tls_dir = %s\n"
+                            % server_pki)
+                    for dname in allowed:
+                        f.write("nbd_tls_allowed_clients = %s\n" % dname)
             dep.add_daemon("conductor", _wrapper(
                 bindir, net, "controller", "volattach-conductor"),
                 overrides=controller)
