@@ -4,7 +4,7 @@ their volumes served over NBD with TLS by the controller's volume
 service (README.md here).
 
 The tests run in file order on two guests: A on compute1, B on compute2;
-the last one moves A to compute2."""
+the last one moves A to compute2 and back."""
 import os
 import uuid
 
@@ -46,6 +46,7 @@ def test_each_host_runs_in_its_own_namespace(hosts):
     assert {net.ips["compute1"], net.ips["compute2"], ctl} <= set(rabbit), \
         rabbit
     code, body, _ = hosts.api.request("GET", "/os-services")
+    assert code == 200, (code, body)
     up = {s["host"] for s in body["services"]
           if s["binary"] == "volattach-compute" and s["state"] == "up"}
     assert up == set(topology.COMPUTES), body
@@ -94,31 +95,39 @@ def test_read_write_and_read_only_across_hosts(hosts, guests):
 
 
 def test_live_migration_between_hosts(hosts, guests):
-    """A, with a volume, moves from compute1 to compute2: its memory goes
-    over the bridge to compute2's address, its NBD connection then comes
-    from compute2."""
+    """A, with a read-write and a read-only volume, moves from compute1 to
+    compute2 and back: its memory goes over the bridge to the
+    destination's address, its NBD connections then come from there, the
+    modes stay."""
     a, _ = guests
     api, volumes, net = hosts.api, hosts.volumes, hosts.net
-    volume_id = _volume(volumes)
-    dev = _attach(api, volumes, a, volume_id, "rw")[0]
+    rw, ro = _volume(volumes), _volume(volumes)
+    devs = {mode: _attach(api, volumes, a, volume_id, mode)[0]
+            for volume_id, mode in ((rw, "rw"), (ro, "ro"))}
     pattern = "lm-%s" % uuid.uuid4().hex[:8]
-    _write(a, dev, pattern)
+    _write(a, devs["rw"], pattern)
     assert a.run("echo %s > /tmp/mark" % pattern)[0] == 0
     assert _nbd_peers(hosts) == [net.ips["compute1"]]
 
-    moved = api.live_migrate(a.id, "compute2", timeout=WAIT)
-    assert (moved["OS-EXT-SRV-ATTR:host"], moved["status"]) \
-        == ("compute2", "ACTIVE"), moved
-    assert a.id not in hosts.domains("compute1")
-    assert a.id in hosts.domains("compute2")
-    assert _nbd_peers(hosts) == [net.ips["compute2"]]
-    moved_guest = hosts.guest(a.id, "compute2")
-    status, out = moved_guest.run("cat /tmp/mark")
-    assert status == 0 and pattern in out, out
-    assert pattern in _read(moved_guest, dev, len(pattern))
-    rows = volumes.attachment_hosts(volume_id)
-    assert [host for _, host in rows] == ["compute2"], rows
+    for source, dest in (("compute1", "compute2"), ("compute2", "compute1")):
+        moved = api.live_migrate(a.id, dest, timeout=WAIT)
+        assert (moved["OS-EXT-SRV-ATTR:host"], moved["status"]) \
+            == (dest, "ACTIVE"), moved
+        assert a.id not in hosts.domains(source)
+        assert a.id in hosts.domains(dest)
+        assert _nbd_peers(hosts) == [net.ips[dest]]
+        guest = hosts.guest(a.id, dest)
+        status, out = guest.run("cat /tmp/mark")
+        assert status == 0 and pattern in out, out
+        assert pattern in _read(guest, devs["rw"], len(pattern))
+        for mode, flag in (("rw", "0"), ("ro", "1")):
+            assert guest.run("cat /sys/block/%s/ro"
+                             % devs[mode])[1].strip() == flag, mode
+        for volume_id in (rw, ro):
+            rows = volumes.attachment_hosts(volume_id)
+            assert [host for _, host in rows] == [dest], rows
 
-    _detach(api, moved_guest, volume_id)
-    volumes.wait_for_volume_status(volume_id, "available")
+    for volume_id in (rw, ro):
+        _detach(api, guest, volume_id)
+        volumes.wait_for_volume_status(volume_id, "available")
     assert _nbd_peers(hosts) == []

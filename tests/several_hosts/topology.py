@@ -99,7 +99,7 @@ class Network:
             self._create()
         except harness.DeploymentError as e:
             self.delete()
-            raise Unavailable("cannot make the namespaces: %s" % e)
+            raise Unavailable("cannot make the namespaces: %s" % e) from e
 
     def _create(self):
         _run(["ip", "link", "add", self.bridge, "type", "bridge"])
@@ -275,7 +275,7 @@ def _check_prerequisites():
         import libvirt  # noqa: F401
         import qemu.qmp  # noqa: F401
     except ImportError as e:
-        raise Unavailable("volattach[libvirt] is not installed: %s" % e)
+        raise Unavailable("volattach[libvirt] is not installed: %s" % e) from e
     if not os.path.exists("/etc/libvirt/qemu.conf"):
         raise Unavailable("no /etc/libvirt/qemu.conf (tools/start-libvirt.sh)")
 
@@ -395,8 +395,9 @@ def several_hosts(workdir, image_dir, image, nbd_tls=True):
                 for server in (hosts.api.list_servers()[1] or {}).get(
                         "servers", []):
                     harness._best_effort(
-                        lambda: hosts.api.wait_for_server_deleted(
-                            server["id"], timeout=WAIT))
+                        lambda server_id=server["id"]:
+                            hosts.api.wait_for_server_deleted(
+                                server_id, timeout=WAIT))
                 guest_env.stop_storage_daemon(os.path.join(work, "state"))
                 timings["teardown: servers"] = round(
                     time.monotonic() - stopping, 1)
