@@ -309,7 +309,8 @@ class AllInOneProcess(_Deployment):
     def describe(self):
         return {"kind": "all-in-one", "transport": "volattach-inproc", "database": "sqlite",
                 "start_notes": self.notes,
-                "computes": self.computes, "api_server": "waitress in process (volattach-all, volattach.embedded_server)",
+                "computes": self.computes,
+                "api_server": "waitress in process (volattach-all, volattach.embedded_server)",
                 "fake_driver_latency": dict(zip(("reserve", "attach", "detach"), self.latency))}
 
     def stop(self):

@@ -6,12 +6,14 @@ commit e22c8de, the Python predicates):
     .venv/bin/python -m benchmarks.policy_check_cost /tmp/old_policy.py
 """
 import sys
-import importlib.util, timeit
+import importlib.util
+import timeit
 from volattach import context
 from volattach.api import policy as new
 from tests.unit.api.conftest import make_conf
 spec = importlib.util.spec_from_file_location("old_policy", sys.argv[1])
-old = importlib.util.module_from_spec(spec); spec.loader.exec_module(old)
+old = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(old)
 new.init(make_conf())
 ctx = context.from_noauth_token("alice:p1")
 A = "os_compute_api:os-volumes-attachments:index"

@@ -268,7 +268,8 @@ def count_run(cycles, workdir):
     by_role["(unattributed: RPC pollers, heartbeats, thread starts...)"] = \
         1000 * (process_cpu - attributed) / n
     return {
-        "cycles": n, "process_cpu_ms_per_cycle": 1000 * process_cpu / n, "errors": errors, "wall_s": wall,
+        "cycles": n, "process_cpu_ms_per_cycle": 1000 * process_cpu / n, "errors": errors,
+        "wall_s": wall,
         "requests_per_cycle": sum(s["requests"] for s in samples) / n,
         "polls_per_cycle": sum(s["polls"] for s in samples) / n,
         "cpu_ms_per_cycle_by_role": by_role,

@@ -43,7 +43,6 @@ def _requests(dep, ids, n_attach):
     """(kind, label, function) of each measured request type."""
     api = load.compute_client(dep.api_url)
     admin = load.compute_client(dep.api_url, token=load.ADMIN_TOKEN)
-    probe = ids["probe"]
     server = ids["servers"][0]
 
     def get(client, path, params=None):
@@ -342,9 +341,12 @@ def summary_md(result):
     return "\n".join(lines)
 
 
-SHORT = {"list_attachments": "GET os-volume_\nattachments", "servers_detail": "GET servers/\ndetail",
-         "server_show": "GET servers/{id}", "admin_detail_page": "GET servers/detail\nall_tenants (admin)",
-         "admin_detail_marker": "admin page\nafter a marker", "admin_detail_status": "admin page\nstatus=ERROR",
+SHORT = {"list_attachments": "GET os-volume_\nattachments",
+         "servers_detail": "GET servers/\ndetail",
+         "server_show": "GET servers/{id}",
+         "admin_detail_page": "GET servers/detail\nall_tenants (admin)",
+         "admin_detail_marker": "admin page\nafter a marker",
+         "admin_detail_status": "admin page\nstatus=ERROR",
          "attach_post": "POST attach 2.101\n(whole workflow)"}
 
 

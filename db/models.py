@@ -161,7 +161,8 @@ class InstanceAction(Base):
     start_time: Mapped[datetime.datetime] = mapped_column(DateTime, default=utcnow)
     finish_time: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     message: Mapped[str | None] = mapped_column(String(255))
-    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime, default=utcnow, onupdate=utcnow)
 
 
 class InstanceActionEvent(Base):

@@ -31,7 +31,7 @@ NOVA_ONLY_ACTIONS = frozenset([
     "createImage", "createBackup", "changePassword", "migrate", "evacuate",
     "os-resetNetwork", "injectNetworkInfo", "addFixedIp", "removeFixedIp",
     "addFloatingIp", "removeFloatingIp", "addSecurityGroup",
-    "removeSecurityGroup", "rescue", "unrescue", 
+    "removeSecurityGroup", "rescue", "unrescue",
     "os-getVNCConsole", "os-getSPICEConsole", "os-getRDPConsole",
     "os-getSerialConsole", "trigger_crash_dump"])
 

@@ -183,9 +183,10 @@ def _stmt_volume_reserve(scoped, returning):
 
 
 def volume_reserve(conn, volume_id, project_id=None):
-    """Compare-and-swap (no os-reserve reservation pending on it): the volume (without its type name; its status
-    unchanged) if its status allows one more reservation, its row now
-    locked by this transaction; else None."""
+    """Compare-and-swap (no os-reserve reservation pending on it): the
+    volume (without its type name; its status unchanged) if its status
+    allows one more reservation, its row now locked by this transaction;
+    else None."""
     params = {"_volume_id": volume_id, "_project_id": project_id,
               "updated_at": utcnow()}
     scoped = project_id is not None

@@ -116,9 +116,11 @@ def upgrade():
         sa.Column("no_device", sa.Boolean, nullable=False),
         *_timestamps(),
     )
-    op.create_index("block_device_mappings_instance_uuid_idx", "block_device_mappings", ["instance_uuid"])
+    op.create_index("block_device_mappings_instance_uuid_idx", "block_device_mappings",
+                    ["instance_uuid"])
     op.create_index("block_device_mappings_volume_id_idx", "block_device_mappings", ["volume_id"])
-    op.create_index("block_device_mappings_attachment_id_idx", "block_device_mappings", ["attachment_id"])
+    op.create_index("block_device_mappings_attachment_id_idx", "block_device_mappings",
+                    ["attachment_id"])
     op.create_table(
         "instance_actions",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -147,7 +149,8 @@ def upgrade():
         sa.Column("host", sa.String(255)),
         sa.Column("details", sa.Text),
     )
-    op.create_index("instance_actions_events_action_id_idx", "instance_actions_events", ["action_id"])
+    op.create_index("instance_actions_events_action_id_idx", "instance_actions_events",
+                    ["action_id"])
 
     # The flavors Nova's devstack creates, so that tempest-style clients find
     # flavorRef 1..5 and 42/84 as they expect.

@@ -6,7 +6,8 @@ Create Date: 2026-11-23
 
 ``volumes.readonly_set``: the read-only flag was set by
 ``os-update_readonly_flag`` (Cinder then shows ``readonly`` in the
-metadata, ``"True"`` or ``"False"``).  ``volume_attachments.legacy`` marks an attachment made by ``os-reserve`` /
+metadata, ``"True"`` or ``"False"``).  ``volume_attachments.legacy`` marks
+an attachment made by ``os-reserve`` /
 ``os-attach`` (the old attach actions) rather than by ``POST
 /attachments``: the two APIs must not reserve the same volume at once.
 """
