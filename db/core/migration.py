@@ -31,6 +31,7 @@ from alembic import migration as alembic_migration
 from alembic import script as alembic_script
 import sqlalchemy as sa
 
+from volattach import exception
 from volattach.db.core import engine as db_engine
 
 DEFAULT_VERSION_TABLE = "alembic_version"
@@ -38,9 +39,11 @@ DEFAULT_VERSION_TABLE = "alembic_version"
 _SHOWN_VIOLATIONS = 10
 
 
-class ForeignKeyCheckFailed(Exception):
+class ForeignKeyCheckFailed(exception.VolattachException):
     """The migrations left rows whose foreign keys point at no row (found
-    by SQLite's ``PRAGMA foreign_key_check``); nothing was committed."""
+    by SQLite's ``PRAGMA foreign_key_check``); nothing was committed.  A
+    ``VolattachException``: ``volattach-manage db sync`` prints it as one
+    line, not a traceback."""
 
     def __init__(self, url, violations):
         self.violations = violations
@@ -49,7 +52,7 @@ class ForeignKeyCheckFailed(Exception):
             for v in violations[:_SHOWN_VIOLATIONS])
         more = len(violations) - _SHOWN_VIOLATIONS
         super().__init__(
-            "db sync of %s rolled back: %d row(s) violate foreign keys after "
+            message="db sync of %s rolled back: %d row(s) violate foreign keys after "
             "the migrations: %s%s" % (
                 sa.engine.make_url(url).render_as_string(hide_password=True),
                 len(violations), shown,
