@@ -36,6 +36,13 @@ def test_each_host_runs_in_its_own_namespace(hosts):
         host = name if name in topology.COMPUTES else "controller"
         assert hosts.namespace_of(proc.pid) == spaces[host], name
     assert hosts.namespace_of(os.getpid()) not in spaces.values()
+    # no daemon is told of a loopback address
+    for name, files in dep.conf_files.items():
+        for path in files:
+            with open(path) as f:
+                text = f.read()
+            assert "127.0.0.1" not in text and "localhost" not in text, \
+                (name, path, text)
     # the broker and the database are reached over the controller's
     # address, by every host: nothing goes over a loopback
     ctl = net.ips["controller"]
