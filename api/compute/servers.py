@@ -8,7 +8,7 @@ from oslo_utils import strutils
 
 from volattach import objects
 from volattach.api.compute import base
-from volattach.compute import device_names
+from volattach import device_naming
 from volattach.conductor.tasks import delete as delete_task
 from volattach.objects import instance as instance_obj
 from volattach.objects import instance_action
@@ -206,7 +206,7 @@ class ServersAPI(base.FacadeBase):
                     mappings.insert(0, {"source_type": "image", "destination_type": "local",
                                         "boot_index": 0, "uuid": image_ref,
                                         "delete_on_termination": True})
-                device_names.assign(mappings)
+                device_naming.assign(mappings)
                 for mapping in mappings:
                     bdm = self._new_bdm(context, instance, mapping)
                     bdm.create()

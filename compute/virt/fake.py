@@ -25,18 +25,7 @@ from volattach.compute import connections as host_connections
 from volattach.compute.virt import driver
 from volattach import exception
 from volattach.conf import CONF
-
-_LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
-
-def device_suffix(index):
-    """0 -> a, 25 -> z, 26 -> aa (the kernel's disk naming)."""
-    name = ""
-    index += 1
-    while index:
-        index, rem = divmod(index - 1, 26)
-        name = _LETTERS[rem] + name
-    return name
+from volattach.device_naming import device_suffix
 
 
 class FakeDriver(driver.ComputeDriver):

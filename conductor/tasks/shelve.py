@@ -210,10 +210,10 @@ class UnshelveTask(base.TaskBase):
         if self.compute_rpcapi.can_send_version(self.instance.host, "1.1"):
             return self.compute_rpcapi.assign_device_names(
                 self.context, self.instance, bdms)
-        from volattach.compute import device_names
+        from volattach import device_naming
         mappings = [{"device_name": b.device_name, "boot_index": b.boot_index}
                     for b in bdms]
-        device_names.assign(mappings)
+        device_naming.assign(mappings)
         for bdm, mapping in zip(bdms, mappings):
             if bdm.device_name != mapping["device_name"]:
                 bdm.device_name = mapping["device_name"]

@@ -24,13 +24,13 @@ import xml.etree.ElementTree as ET
 from xml.sax import saxutils
 
 from volattach.compute.virt import driver
-from volattach.compute.virt import fake
 from volattach.compute.virt.libvirt import configdrive
 from volattach.compute.virt.libvirt import host as host_mod
 from volattach.compute.virt.libvirt import images
 from volattach.compute.virt.libvirt import volume as volume_mod
 from volattach import exception
 from volattach.conf import CONF
+from volattach import device_naming
 
 LOG = logging.getLogger(__name__)
 
@@ -195,9 +195,9 @@ class LibvirtDriver(driver.ComputeDriver):
                 raise exception.DevicePathInUse(path=requested)
             return requested
         index = 1                                      # vda: the root disk
-        while "/dev/vd" + fake.device_suffix(index) in used:
+        while "/dev/vd" + device_naming.device_suffix(index) in used:
             index += 1
-        return "/dev/vd" + fake.device_suffix(index)
+        return "/dev/vd" + device_naming.device_suffix(index)
 
     def spawn(self, instance, block_device_info):
         idir = self._instance_dir(instance)

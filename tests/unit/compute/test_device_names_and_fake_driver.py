@@ -4,10 +4,10 @@ import types
 import pytest
 
 import volattach  # noqa: F401
-from volattach.compute import device_names
 from volattach.compute.virt import fake
 from volattach import exception
 from volattach.conf import CONF
+from volattach import device_naming
 
 
 @pytest.fixture(autouse=True)
@@ -20,7 +20,7 @@ def conf():
 @pytest.mark.parametrize("index,suffix", [(0, "a"), (1, "b"), (25, "z"), (26, "aa"),
                                           (27, "ab"), (701, "zz"), (702, "aaa")])
 def test_device_suffix(index, suffix):
-    assert fake.device_suffix(index) == suffix
+    assert device_naming.device_suffix(index) == suffix
 
 
 def test_assign_names_boot_disk_first_and_keeps_requested():
@@ -28,7 +28,7 @@ def test_assign_names_boot_disk_first_and_keeps_requested():
             {"boot_index": 0, "source_type": "image"},
             {"boot_index": None, "device_name": "/dev/vdc"},
             {"boot_index": 1}]
-    device_names.assign(bdms)
+    device_naming.assign(bdms)
     assert bdms[1]["device_name"] == "/dev/vda"
     assert bdms[2]["device_name"] == "/dev/vdc"
     assert sorted(b["device_name"] for b in bdms) == ["/dev/vda", "/dev/vdb",

@@ -1,8 +1,22 @@
-"""Guest device names for the disks of a new server (assigned at create time,
-before the server is on any host; volume attaches later ask the compute)."""
-from volattach.compute.virt.fake import device_suffix
+"""Guest device names (the kernel's disk naming, /dev/vda, /dev/vdb, ...):
+the names of a new server's disks, assigned by the API at create time
+before the server is on any host (and by the conductor for an unshelve
+when the receiving compute is too old to name them itself), and the
+suffixes the virt drivers use when a compute names an attached volume."""
 
 ROOT_DEVICE = "/dev/vda"
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def device_suffix(index):
+    """0 -> a, 25 -> z, 26 -> aa (the kernel's disk naming)."""
+    name = ""
+    index += 1
+    while index:
+        index, rem = divmod(index - 1, 26)
+        name = _LETTERS[rem] + name
+    return name
 
 
 def assign(bdm_dicts, prefix="/dev/vd"):
