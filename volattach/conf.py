@@ -304,6 +304,16 @@ volume_opts = [
                      "to start."),
     cfg.StrOpt("backend_name", default="fake",
                help="Name of the storage backend of the volume service."),
+    cfg.ListOpt("enabled_backends", default=[],
+                help="Several backends in one service, as Cinder's option: "
+                     "the names of config sections, each with "
+                     "volume_backend (fake, file or rbd), "
+                     "volume_backend_name and the backend's own options "
+                     "(a file backend's [volume] ones, an rbd backend's "
+                     "[rbd] ones).  Volume types choose one by their "
+                     "volume_backend_name extra spec; a type without it "
+                     "gets the first.  Empty: the one backend of [volume] "
+                     "backend."),
     cfg.BoolOpt("shared_targets", default=False,
                 help="The fake backend shares one host connection (target) "
                      "among all volumes attached to one host."),
@@ -407,6 +417,17 @@ rbd_opts = [
                     "cluster refuses their writes."),
     cfg.IntOpt("rados_connect_timeout", default=10, min=1,
                help="rbd backend: seconds to wait for the cluster."),
+]
+
+# The keys of a backend's own section ([volume] enabled_backends), beside
+# the options of its kind (registered on the section when it is loaded).
+backend_section_opts = [
+    cfg.StrOpt("volume_backend", choices=["fake", "file", "rbd"],
+               help="Storage driver of this backend section."),
+    cfg.StrOpt("volume_backend_name",
+               help="Name volume types choose this backend by (their "
+                    "volume_backend_name extra spec); default: the "
+                    "section's name."),
 ]
 
 all_opts = [

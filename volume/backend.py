@@ -20,6 +20,8 @@ volume), so a read-only attach is read-only on the host too.
 """
 import uuid
 
+from oslo_config import cfg
+
 from volattach import exception
 
 DRIVER_VOLUME_TYPE = "iscsi"
@@ -130,3 +132,213 @@ def load_backend(conf, service_host):
         name=conf.volume.backend_name, service_host=service_host,
         portal_address=advertised_host(conf, conf.volume.listen),
         shared_targets=conf.volume.shared_targets)
+
+
+# -- several backends in one service (Cinder's enabled_backends) -------------
+
+# [volume] options a file backend's section may set (as in [volume]).
+FILE_SECTION_OPTS = ("volumes_dir", "export_host", "export_port", "nbd_tls",
+                     "nbd_tls_dir", "nbd_tls_allowed_clients",
+                     "allow_insecure_nbd")
+FAKE_SECTION_OPTS = ("shared_targets",)
+
+
+class BackendConfigError(exception.VolattachException):
+    """``[volume] enabled_backends`` names a backend that cannot be made;
+    the message names the section."""
+    msg_fmt = "%(reason)s"
+
+
+class NoValidBackend(exception.VolattachException):
+    """No enabled backend matches a volume type (Cinder's scheduler:
+    "No valid backend was found")."""
+    msg_fmt = "No valid backend was found. %(reason)s"
+
+
+def backend_section_opts(conf):
+    """The options a backend's own section may hold: the section keys of
+    ``volattach.conf`` plus the driver options of each kind."""
+    from volattach import conf as conf_mod
+    by_name = {o.name: o for o in conf_mod.volume_opts}
+    return (list(conf_mod.backend_section_opts)
+            + [by_name[n] for n in FILE_SECTION_OPTS + FAKE_SECTION_OPTS]
+            + list(conf_mod.rbd_opts))
+
+
+def _make(kind, section, name, service_host, conf):
+    """One backend of ``kind`` from the options of ``section``."""
+    sconf = conf[section]
+    if kind == "rbd":
+        from volattach.volume.backends import rbd as rbd_backend
+        return rbd_backend.RBDBackend(
+            name=name, service_host=service_host, pool=sconf.rbd_pool,
+            ceph_conf=sconf.rbd_ceph_conf,
+            cluster_name=sconf.rbd_cluster_name, user=sconf.rbd_user,
+            secret_uuid=sconf.rbd_secret_uuid,
+            readonly_user=sconf.rbd_readonly_user,
+            connect_timeout=sconf.rados_connect_timeout)
+    if kind == "file":
+        from volattach.volume.backends import file as file_backend
+        from volattach.wsgi import insecure
+        if not (sconf.nbd_tls or sconf.allow_insecure_nbd
+                or insecure.is_loopback(sconf.export_host)):
+            raise file_backend.InsecureNBD(
+                "volattach-volume refuses to export the volumes of [%s] "
+                "over NBD on %s, which is not a loopback address, without "
+                "TLS: set nbd_tls or allow_insecure_nbd in [%s]."
+                % (section, sconf.export_host, section))
+        return file_backend.FileBackend(
+            name=name, service_host=service_host,
+            volumes_dir=sconf.volumes_dir, export_host=sconf.export_host,
+            export_port=sconf.export_port,
+            tls_dir=sconf.nbd_tls_dir if sconf.nbd_tls else None,
+            tls_allowed_clients=sconf.nbd_tls_allowed_clients,
+            connect_host=advertised_host(conf, sconf.export_host))
+    return FakeISCSIBackend(
+        name=name, service_host=service_host,
+        portal_address=advertised_host(conf, conf.volume.listen),
+        shared_targets=sconf.shared_targets)
+
+
+def load_backends(conf, service_host):
+    """``Backends`` of the service: those of ``[volume] enabled_backends``
+    (each from its own section), or the one ``[volume] backend`` names."""
+    names = conf.volume.enabled_backends
+    if not names:
+        single = load_backend(conf, service_host)
+        return Backends([(conf.volume.backend_name, conf.volume.backend,
+                          single)])
+    if len(set(names)) != len(names):
+        raise BackendConfigError(
+            reason="[volume] enabled_backends names a backend twice: %s"
+            % ", ".join(names))
+    sections = set(conf.list_all_sections())
+    entries = []
+    seen = {}
+    for section in names:
+        if section not in sections:
+            raise BackendConfigError(
+                reason="[volume] enabled_backends names %r, but the "
+                       "configuration has no [%s] section" % (section,
+                                                              section))
+        conf.register_opts(backend_section_opts(conf), group=section)
+        try:
+            kind = conf[section].volume_backend
+        except cfg.ConfigFileValueError as e:
+            raise BackendConfigError(
+                reason="[%s] volume_backend: %s" % (section, e))
+        if kind is None:
+            raise BackendConfigError(
+                reason="[%s] has no volume_backend (fake, file or rbd)"
+                % section)
+        name = conf[section].volume_backend_name or section
+        if name in seen:
+            raise BackendConfigError(
+                reason="[%s] and [%s] have the same volume_backend_name %r"
+                       % (seen[name], section, name))
+        seen[name] = section
+        entries.append((name, kind, _make(kind, section, name,
+                                          service_host, conf)))
+    return Backends(entries)
+
+
+def backend_name_of_host(host):
+    """``backend`` of Cinder's ``host@backend#pool`` (None without @)."""
+    if not host or "@" not in host:
+        return None
+    return host.split("@", 1)[1].split("#", 1)[0]
+
+
+class Backends:
+    """The enabled backends of one volume service, by volume_backend_name;
+    the first is the default one (a type naming none)."""
+
+    def __init__(self, entries):
+        self.names = [name for name, _, _ in entries]
+        self.kinds = {name: kind for name, kind, _ in entries}
+        self.by_name = {name: b for name, _, b in entries}
+        self.default_name = self.names[0]
+
+    def __iter__(self):
+        return iter(self.by_name.items())
+
+    def name_for_type(self, extra_specs):
+        """The backend a type's ``volume_backend_name`` spec chooses (the
+        default one without it); NoValidBackend when none is enabled."""
+        wanted = (extra_specs or {}).get("volume_backend_name")
+        if wanted is None:
+            return self.default_name
+        if wanted not in self.by_name:
+            raise NoValidBackend(
+                reason="No enabled backend has volume_backend_name %r "
+                       "(enabled: %s)." % (wanted, ", ".join(self.names)))
+        return wanted
+
+    def name_of_volume(self, volume):
+        """The backend a volume lives on, from its host (the default one
+        for a volume that names none, or one no longer enabled: the
+        single-backend service's volumes of another backend_name)."""
+        name = backend_name_of_host(volume.get("host"))
+        return name if name in self.by_name else self.default_name
+
+    def of_volume(self, volume):
+        return self.by_name[self.name_of_volume(volume)]
+
+
+class BackendRouter:
+    """``manager.backend``: each per-volume call goes to the backend the
+    volume lives on (its ``host``); connector checks are each backend's
+    own, made again when the connection is built."""
+
+    def __init__(self, backends):
+        self.backends = backends
+
+    @property
+    def default(self):
+        return self.backends.by_name[self.backends.default_name]
+
+    @property
+    def needs_remaining(self):
+        return any(getattr(b, "needs_remaining", False)
+                   for _, b in self.backends)
+
+    def create_volume(self, volume):
+        return self.backends.of_volume(volume).create_volume(volume)
+
+    def delete_volume(self, volume):
+        return self.backends.of_volume(volume).delete_volume(volume)
+
+    def check_connector(self, connector):
+        if len(self.backends.by_name) == 1:
+            return self.default.check_connector(connector)
+        # the least every backend needs; the volume's backend checks the
+        # rest in initialize_connection (inside the transaction)
+        if not isinstance(connector, dict):
+            raise exception.InvalidInput(reason="Connector must be an object.")
+        value = connector.get("host")
+        if not isinstance(value, str) or not value.strip():
+            raise exception.InvalidInput(
+                reason="Connector doesn't have required information: host")
+        return connector
+
+    def initialize_connection(self, volume, attachment_id, connector,
+                              attach_mode):
+        backend = self.backends.of_volume(volume)
+        backend.check_connector(connector)
+        return backend.initialize_connection(volume, attachment_id,
+                                             connector, attach_mode)
+
+    def terminate_connection(self, volume, attachment, connector, **extra):
+        backend = self.backends.of_volume(volume)
+        if not getattr(backend, "needs_remaining", False):
+            extra.pop("remaining", None)
+        return backend.terminate_connection(volume, attachment, connector,
+                                            **extra)
+
+    def restore(self, attachments):
+        """Each backend with exports rebuilds its own attachments'."""
+        for name, backend in self.backends:
+            restore = getattr(backend, "restore", None)
+            if restore is not None:
+                restore([a for a in attachments
+                         if self.backends.name_of_volume(a) == name])

@@ -68,8 +68,10 @@ class VolumeManager:
         self.db = database or db_engine.Database(
             conf.volume.connection)
         self.host = conf.volume.host
-        self.backend = backend_mod.load_backend(conf, self.host)
-        self._service = None
+        self.backends = backend_mod.load_backends(conf, self.host)
+        # per-volume calls go to the backend the volume lives on
+        self.backend = backend_mod.BackendRouter(self.backends)
+        self._services = {}
         self._service_lock = threading.Lock()
         self.legacy = legacy_attach.LegacyAttach(self)
         self.migration = volume_migration.VolumeMigration(
@@ -78,40 +80,43 @@ class VolumeManager:
     def restore_backend(self):
         """Let a backend with exports rebuild them from the connected
         attachments (the file backend: after a restart)."""
-        restore = getattr(self.backend, "restore", None)
-        if restore is None:
-            return
-
         def connected(conn):
             rows = []
             for a in db.attachment_list(conn):
                 if a["attach_status"] in states.CONNECTED:
                     vol = db.volume_get(conn, a["volume_id"])
-                    rows.append(dict(a, name_id=vol.get("name_id")))
+                    rows.append(dict(a, name_id=vol.get("name_id"),
+                                     host=vol.get("host")))
             return rows
-        restore(self.db.read(connected))
+        self.backend.restore(self.db.read(connected))
 
-    @property
-    def backend_host(self):
-        return "%s@%s" % (self.host, self.conf.volume.backend_name)
+    def backend_host(self, name=None):
+        """``<host>@<backend>`` of a backend (the default one)."""
+        return "%s@%s" % (self.host, name or self.backends.default_name)
 
     # -- service registration -------------------------------------------------
 
-    def register(self):
-        """Create (or find) this service's row; cached per process."""
+    def register(self, name=None):
+        """Create (or find) the service row of a backend (the default
+        one: Cinder has one cinder-volume service per backend,
+        ``host@backend``); cached per process.  Registers every enabled
+        backend's row the first time."""
         with self._service_lock:
-            if self._service is None:
-                self._service = self.db.write(
-                    db.service_get_or_create, self.backend_host, BINARY,
-                    TOPIC, AVAILABILITY_ZONE)
-        return self._service
+            if not self._services:
+                for each in self.backends.names:
+                    self._services[each] = self.db.write(
+                        db.service_get_or_create, self.backend_host(each),
+                        BINARY, TOPIC, AVAILABILITY_ZONE)
+        return self._services[name or self.backends.default_name]
 
     @property
     def service_uuid(self):
         return self.register()["uuid"]
 
     def heartbeat(self):
-        self.db.write(db.service_heartbeat, self.register()["id"])
+        self.register()
+        for service in self._services.values():
+            self.db.write(db.service_heartbeat, service["id"])
 
     def service_list(self, ctx, host=None, binary=None):
         _require_admin(ctx, "volume_extension:services:index")
@@ -186,7 +191,9 @@ class VolumeManager:
             raise exception.InvalidInput(message=MULTIATTACH_REMOVED)
         if image_ref:
             # no image service: a configured image id, and no data copied
-            if self.conf.volume.backend != "fake":
+            # (the backend kind is checked again once the type chose one)
+            if self.conf.volume.backend != "fake" and not (
+                    self.conf.volume.enabled_backends):
                 raise exception.InvalidInput(
                     reason="Creating a volume from an image is not supported "
                            "by the %s backend." % self.conf.volume.backend)
@@ -209,7 +216,19 @@ class VolumeManager:
                     reason="Volume type %s has encryption specs: encrypted "
                            "volumes need a key manager, which this volume "
                            "service does not have." % vtype["id"])
-            return db.volume_create(conn, {
+            try:
+                chosen = self.backends.name_for_type(vtype["extra_specs"])
+            except backend_mod.NoValidBackend as e:
+                # Cinder's scheduler: the volume is made, then errors
+                LOG.warning("Volume of type %s: %s", vtype["id"], e)
+                chosen = None
+            if (image_ref and chosen is not None
+                    and self.backends.kinds[chosen] != "fake"):
+                raise exception.InvalidInput(
+                    reason="Creating a volume from an image is not supported "
+                           "by the %s backend." % self.backends.kinds[chosen])
+            backend = self.backends.by_name.get(chosen)
+            return chosen, db.volume_create(conn, {
                 "project_id": ctx.project_id, "user_id": ctx.user_id,
                 "name": name, "description": description, "size": size,
                 "status": states.CREATING,
@@ -218,20 +237,26 @@ class VolumeManager:
                 "multiattach": states.is_multiattach_spec(
                     vtype["extra_specs"].get("multiattach")),
                 "readonly": False,
-                "shared_targets": self.backend.shared_targets,
+                "shared_targets": bool(backend and backend.shared_targets),
                 "bootable": bool(image_ref), "image_id": image_ref or None,
                 "metadata": metadata or {},
             })
 
-        accepted = self.db.write(create)
-        service_uuid = self.service_uuid
-        try:
-            host = self.backend.create_volume(accepted)
-            values = {"status": states.AVAILABLE, "host": host,
-                      "service_uuid": service_uuid}
-        except Exception:
-            LOG.exception("Backend failed to create volume %s", accepted["id"])
-            values = {"status": states.ERROR, "service_uuid": service_uuid}
+        chosen, accepted = self.db.write(create)
+        if chosen is None:
+            # no valid backend: error, no host, no service (as Cinder)
+            values = {"status": states.ERROR}
+        else:
+            service_uuid = self.register(chosen)["uuid"]
+            try:
+                host = self.backends.by_name[chosen].create_volume(accepted)
+                values = {"status": states.AVAILABLE, "host": host,
+                          "service_uuid": service_uuid}
+            except Exception:
+                LOG.exception("Backend failed to create volume %s",
+                              accepted["id"])
+                values = {"status": states.ERROR,
+                          "service_uuid": service_uuid}
         self.db.write(db.volume_update, accepted["id"], values,
                       expected_statuses=[states.CREATING])
         accepted["attachments"] = []
@@ -305,7 +330,8 @@ class VolumeManager:
         more than one server (409).  As for a volume made from an image,
         only the fake backend can, and no data is copied: the volume
         records the image (``volume_image_metadata``) and is bootable."""
-        if self.conf.volume.backend != "fake":
+        if self.conf.volume.backend != "fake" or (
+                self.conf.volume.enabled_backends):
             raise exception.InvalidInput(
                 reason="Re-imaging a volume is not supported by the %s "
                        "backend." % self.conf.volume.backend)
@@ -570,3 +596,33 @@ class VolumeManager:
             db.attachment_get(conn, attachment_id, _scope(ctx))
             return db.attachment_specs_get(conn, attachment_id)
         return self.db.read(get)
+
+    # -- backend routing of retypes -------------------------------------------
+
+    def host_for_retype(self, volume, vtype, policy="never"):
+        """The host of a retyped volume: its own when the new type stays
+        on its backend, else ``host@backend#backend`` of the backend the
+        type chooses.  InvalidInput (Cinder's retype that fails) when no
+        enabled backend matches, when moving needs ``migration_policy:
+        on-demand``, or when an available volume has data to move (only
+        an attached one moves, by the compute's block copy)."""
+        try:
+            name = self.backends.name_for_type(vtype["extra_specs"])
+        except backend_mod.NoValidBackend as e:
+            raise exception.InvalidInput(reason=str(e))
+        source = self.backends.name_of_volume(volume)
+        if name == source:
+            return volume["host"]
+        if policy != "on-demand":
+            raise exception.InvalidInput(
+                reason="Retype of volume %s to backend %s needs a "
+                       "migration, and the migration policy is '%s'."
+                       % (volume["id"], name, policy))
+        if (volume["status"] != states.IN_USE
+                and self.backends.kinds[source] != "fake"):
+            raise exception.InvalidInput(
+                reason="Retype of available volume %s from backend %s to "
+                       "%s: moving detached data between backends is not "
+                       "supported; attach it (the compute copies it) or "
+                       "migrate it." % (volume["id"], source, name))
+        return "%s#%s" % (self.backend_host(name), name)

@@ -84,15 +84,18 @@ class VolumeMigration:
                 raise exception.InvalidInput(reason=RETYPE_REFUSED)
             multiattach = states.is_multiattach_spec(
                 vtype["extra_specs"].get("multiattach"))
+            # the new type's backend (another one: the data must move)
+            host = self.manager.host_for_retype(vol, vtype, policy)
             if vol["status"] == states.IN_USE:
                 if multiattach != bool(vol["multiattach"]):
                     raise exception.InvalidInput(
                         reason="Retype cannot change the multiattach "
                                "property of an in-use volume.")
                 if policy == "on-demand":
-                    return self._start(conn, vol, vtype["id"], vol["host"])
+                    return self._start(conn, vol, vtype["id"], host)
             db.volume_update(conn, volume_id, {
-                "volume_type_id": vtype["id"], "multiattach": multiattach})
+                "volume_type_id": vtype["id"], "multiattach": multiattach,
+                "host": host})
             return None
         self._swap(self.db.write(check))
 
