@@ -61,7 +61,8 @@ class ConductorManager:
 
 
 class ComputeTaskManager:
-    """Workflows started by the compute API (one task module each)."""
+    """Workflows started by the compute API: each endpoint builds one run
+    of its task (``conductor/tasks``, one module each) and executes it."""
 
     target = messaging.Target(namespace="compute_task", version="1.7")
 
@@ -73,7 +74,6 @@ class ComputeTaskManager:
         self.volume_api = volume_api
         # the computes' connectors, read a moment ago (conductor.connectors)
         self.connectors = connectors.HostConnectors()
-        self._rebuild = rebuild.RebuildTask(self)
 
     def _collaborators(self):
         """What a task run is built with (``tasks.base.TaskBase``)."""
@@ -133,8 +133,9 @@ class ComputeTaskManager:
             **self._collaborators()))
 
     def rebuild_instance(self, context, instance, reimage_image_id=None):
-        self._rebuild.rebuild_instance(context, instance,
-                                       reimage_image_id=reimage_image_id)
+        base.execute_cast(rebuild.RebuildTask(
+            context, instance, reimage_image_id=reimage_image_id,
+            **self._collaborators()))
 
     def shelve_instance(self, context, instance, offload):
         base.execute_cast(shelve.ShelveTask(

@@ -15,65 +15,74 @@ LOG = logging.getLogger(__name__)
 REIMAGE_TIMEOUT = 300.0
 
 
-class RebuildTask(base.ManagerTask):
-    """The rebuild action's workflow (Nova's rebuild on the same host)."""
+class RebuildTask(base.TaskBase):
+    """The rebuild action's workflow (Nova's rebuild on the same host).
 
-    def rebuild_instance(self, context, instance, reimage_image_id=None):
-        """The API saved the new image and fields with task_state
-        ``rebuilding``; the compute destroys and spawns the guest with the
-        server's volume connections, whose attachments stay as they are.
-        A stopped server stays stopped, an active or errored one ends
-        active.  A failure leaves the server in ERROR (the guest may be
-        gone), as Nova does, with the volumes still attached.  A delete may
-        interrupt a rebuild, as in Nova.  ``reimage_image_id``: the root
-        volume gets that image first (``_reimage_and_spawn``)."""
-        event = base.Event(context, instance.uuid, "compute_rebuild_instance",
-                           instance.host)
+    The API saved the new image and fields with task_state ``rebuilding``;
+    the compute destroys and spawns the guest with the server's volume
+    connections, whose attachments stay as they are.  A stopped server
+    stays stopped, an active or errored one ends active.  A failure
+    leaves the server in ERROR (the guest may be gone), as Nova does, with
+    the volumes still attached.  A delete may interrupt a rebuild, as in
+    Nova: the guest spawned for a server deleted meanwhile is destroyed.
+    ``reimage_image_id``: the root volume gets that image first
+    (``_reimage_and_spawn``)."""
+
+    def __init__(self, context, instance, reimage_image_id=None,
+                 **collaborators):
+        super().__init__(context, instance, **collaborators)
+        self.reimage_image_id = reimage_image_id
+        self.event = None
+
+    def _execute(self):
+        instance = self.instance
+        self.event = base.Event(self.context, instance.uuid,
+                                "compute_rebuild_instance", instance.host)
         stopped = instance.vm_state == instance_obj.STOPPED
-        bdms = None
-        try:
-            bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
-                context, instance.uuid)
-            if reimage_image_id is None:
-                self.compute_rpcapi.rebuild_instance(context, instance, bdms,
-                                                     power_on=not stopped)
-            else:
-                self._reimage_and_spawn(context, instance, bdms,
-                                        reimage_image_id, power_on=not stopped)
-        except Exception as error:
-            LOG.warning("rebuild of %s failed: %s", instance.uuid, error)
-            try:
-                instance.vm_state = instance_obj.ERROR
-                instance.task_state = None
-                instance.save(expected_task_state=["rebuilding"])
-            except Exception:
-                LOG.exception("could not put %s in ERROR", instance.uuid)
-            event.failure(error)
-            return
-        instance.vm_state = instance_obj.STOPPED if stopped else instance_obj.ACTIVE
+        self._did("put the server in ERROR", self._put_in_error)
+        bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
+            self.context, instance.uuid)
+        if self.reimage_image_id is None:
+            self.compute_rpcapi.rebuild_instance(self.context, instance, bdms,
+                                                 power_on=not stopped)
+        else:
+            self._reimage_and_spawn(bdms, power_on=not stopped)
+        # the guest is rebuilt: the server is not put in ERROR any more
+        self._commit_steps()
+        instance.vm_state = (instance_obj.STOPPED if stopped
+                             else instance_obj.ACTIVE)
         instance.power_state = (instance_obj.SHUTDOWN if stopped
                                 else instance_obj.RUNNING)
         instance.launched_at = utcnow()
         instance.task_state = None
         try:
             instance.save(expected_task_state=["rebuilding"])
-        except (exception.UnexpectedTaskState, exception.InstanceNotFound) as error:
+        except (exception.UnexpectedTaskState, exception.InstanceNotFound):
             # A delete interrupted the rebuild.  Its terminate may have run
             # before the spawn above (the compute serializes both under the
             # instance lock): the guest just spawned must not outlive the
             # server.
             LOG.info("%s was deleted during its rebuild: destroying the "
                      "rebuilt guest", instance.uuid)
-            try:
-                self.compute_rpcapi.terminate_instance(context, instance, bdms)
-            except Exception:
-                LOG.exception("could not destroy the rebuilt guest of %s",
-                              instance.uuid)
-            event.failure(error)
-            return
-        event.success()
+            self._did("destroy the rebuilt guest",
+                      self.compute_rpcapi.terminate_instance, self.context,
+                      instance, bdms)
+            raise
 
-    def _reimage_and_spawn(self, context, instance, bdms, image_id, power_on):
+    def _on_success(self):
+        self.event.success()
+
+    def rollback(self, error):
+        LOG.warning("rebuild of %s failed: %s", self.instance.uuid, error)
+        super().rollback(error)
+        self.event.failure(error)
+
+    def _put_in_error(self):
+        self.instance.vm_state = instance_obj.ERROR
+        self.instance.task_state = None
+        self.instance.save(expected_task_state=["rebuilding"])
+
+    def _reimage_and_spawn(self, bdms, power_on):
         """Nova's rebuild of a volume-backed server (2.93): the guest goes
         and the host lets go of its volumes; the root volume's host
         attachment gives way to a connector-less one (the volume is then
@@ -83,6 +92,7 @@ class RebuildTask(base.ManagerTask):
         after the swap of attachments leaves the record on the new one
         (reserved, as for a shelved-offloaded server), never on a deleted
         one."""
+        context, instance = self.context, self.instance
         root = next(b for b in bdms if b.is_root and b.is_volume)
         self.compute_rpcapi.terminate_instance(context, instance, bdms)
         new = self.volume_api.attachment_create(
@@ -96,20 +106,27 @@ class RebuildTask(base.ManagerTask):
         except exception.BDMNotFound:
             saved = False
         if not saved:
-            self._cleanup_attachment(context, new["id"])
+            self._delete_logged(new["id"])
             raise exception.InstanceInvalidState(
                 method="rebuild", instance_uuid=instance.uuid,
                 attr="attachment of the root volume %s" % root.volume_id,
                 state=old)
-        self._cleanup_attachment(context, old)
-        self.volume_api.reimage(context, root.volume_id, image_id,
-                                reimage_reserved=True)
+        self._delete_logged(old)
+        self.volume_api.reimage(context, root.volume_id,
+                                self.reimage_image_id, reimage_reserved=True)
         # the fake backend answers once done; a real Cinder downloads first
         self.volume_api.wait_for_volume_status(
             context, root.volume_id, "reserved",
             timeout=REIMAGE_TIMEOUT)
-        self._connect_volumes(context, instance.host, [root])
+        self._connect_volumes(instance.host, [root])
         self.compute_rpcapi.build_and_run_instance(context, instance, bdms)
-        self._complete_volumes(context, [root])
+        self._complete_volumes([root])
         if not power_on:
             self.compute_rpcapi.power_off_instance(context, instance)
+
+    def _delete_logged(self, attachment_id):
+        try:
+            self._delete_attachment(attachment_id)
+        except Exception:
+            LOG.exception("could not delete attachment %s during the "
+                          "rebuild of %s", attachment_id, self.instance.uuid)
