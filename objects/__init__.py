@@ -14,6 +14,7 @@ def register_all():
     __import__("volattach.objects.block_device")
     __import__("volattach.objects.service")
     __import__("volattach.objects.instance_action")
+    __import__("volattach.objects.keypair")
     __import__("volattach.objects.migration")
     __import__("volattach.objects.migrate_data")
     __import__("volattach.objects.notification")

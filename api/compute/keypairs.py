@@ -7,7 +7,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from volattach.api.compute import base
-from volattach.db import api as db_api
+from volattach import objects
 from volattach import exception
 
 
@@ -41,28 +41,29 @@ class KeypairsAPI(base.FacadeBase):
 
     def keypair_create(self, context, user_id, name, public_key=None,
                        key_type="ssh"):
-        """Import ``public_key`` or generate one; returns (row, private key
+        """Import ``public_key`` or generate one; returns (KeyPair, private key
         or None)."""
         private = None
         if public_key is None:
             private, public_key = generate()
-        row = db_api.key_pair_create({
-            "user_id": user_id, "name": name, "public_key": public_key,
-            "fingerprint": fingerprint(public_key), "type": key_type})
-        return row, private
+        keypair = objects.KeyPair(
+            context, user_id=user_id, name=name, public_key=public_key,
+            fingerprint=fingerprint(public_key), type=key_type)
+        keypair.create()
+        return keypair, private
 
     def keypair_list(self, context, user_id):
-        return db_api.key_pair_get_all_by_user(user_id)
+        return objects.KeyPairList.get_by_user(context, user_id)
 
     def keypair_get(self, context, user_id, name):
-        return db_api.key_pair_get(user_id, name)
+        return objects.KeyPair.get_by_name(context, user_id, name)
 
     def keypair_delete(self, context, user_id, name):
-        db_api.key_pair_destroy(user_id, name)
+        objects.KeyPair.destroy_by_name(context, user_id, name)
 
     def check_key_name(self, context, key_name):
         """Server create: the key must be one of the caller's (400)."""
         try:
-            db_api.key_pair_get(context.user_id, key_name)
+            objects.KeyPair.get_by_name(context, context.user_id, key_name)
         except exception.KeypairNotFound:
             raise exception.InvalidInput(message="Invalid key_name provided.")

@@ -34,6 +34,8 @@ EXPECTED_OBJECT_HASHES = {
     "InstanceActionEventList": "1.0-13d92fb953030cdbfee56481756e02be",
     "InstanceActionList": "1.0-4a53826625cc280e15fae64a575e0879",
     "InstanceList": "1.0-96f87b1dd0a285b85e61fcb9603909a6",
+    "KeyPair": "1.0-cdb1c976432528b66a6b111f8cfef76c",
+    "KeyPairList": "1.0-06de1564523f50d5df4a3f9af1c9ef55",
     "LiveMigrateData": "1.0-fe60c542d38b87725584193f12cdcb36",
     "Migration": "1.0-f6968e9d2a256d90e52ada2a4588fc3f",
     "MigrationList": "1.0-dadbbab2ec78be0ba64d2cb5d2d00fa4",
