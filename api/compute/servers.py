@@ -9,10 +9,10 @@ from oslo_utils import strutils
 from volattach import objects
 from volattach.api.compute import base
 from volattach import device_naming
-from volattach.conductor.tasks import delete as delete_task
 from volattach.objects import instance as instance_obj
 from volattach.objects import instance_action
 from volattach import exception
+from volattach import volume_release
 
 LOG = logging.getLogger(__name__)
 # the only availability zone (Nova's default_availability_zone)
@@ -218,8 +218,8 @@ class ServersAPI(base.FacadeBase):
                         bdm.attachment_id = attachment["id"]
                         bdm.save()
         except Exception:
-            delete_task.release_instance_volumes(context, self.volume_api,
-                                                       created_bdms)
+            volume_release.release_instance_volumes(context, self.volume_api,
+                                                    created_bdms)
             for instance in instances:
                 try:
                     instance.destroy()
@@ -331,11 +331,11 @@ class ServersAPI(base.FacadeBase):
     def _local_delete(self, context, instance):
         """Delete a server that is on no (running) host, here in the API."""
         bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)
-        delete_task.release_instance_volumes(context, self.volume_api, bdms)
+        volume_release.release_instance_volumes(context, self.volume_api, bdms)
         try:
             instance.destroy()
         except exception.InstanceNotFound:
             pass
-        delete_task.release_instance_volumes(
+        volume_release.release_instance_volumes(
             context, self.volume_api,
-            delete_task.created_since(context, instance, bdms))
+            volume_release.created_since(context, instance, bdms))

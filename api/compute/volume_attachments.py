@@ -5,11 +5,11 @@ import uuid as uuidlib
 
 from volattach import objects
 from volattach.api.compute import base
-from volattach.conductor.tasks import delete as delete_task
 from volattach.objects import block_device as block_device_obj
 from volattach.objects import instance as instance_obj
 from volattach.objects import instance_action
 from volattach import exception
+from volattach import volume_release
 
 LOG = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ class VolumeAttachmentsAPI(base.FacadeBase):
         if instance.vm_state == instance_obj.SHELVED_OFFLOADED:
             objects.InstanceAction.action_start(context, instance.uuid,
                                                 instance_action.DETACH_VOLUME)
-            delete_task.release_instance_volumes(
+            volume_release.release_instance_volumes(
                 context, self.volume_api, [_keep_volume(bdm)])
             return
         if not bdm.attachment_id or not bdm.connection_info:

@@ -35,11 +35,12 @@ Each has ONE retry layer, the one that knows what may be sent again:
   it directly; when it gives up (CinderConnectionFailed), the workflow
   fails and rolls back (an attach then looks for the attachment its
   create may have made);
-* the conductor's database: ``retry_transient`` here, around every step
-  that is safe to run twice (a read, an idempotent write), the steps of a
-  rollback included, for up to ``TRANSIENT_RETRY_SECONDS`` (30 s): only
-  the tasks know which steps those are (the database layer only waits,
-  3 s, for a connection it could not get, where nothing was sent).
+* the conductor's database: ``retry_transient`` (``volattach.transient``),
+  around every step that is safe to run twice (a read, an idempotent
+  write), the steps of a rollback included, for up to
+  ``TRANSIENT_RETRY_SECONDS`` (30 s): only the tasks know which steps
+  those are (the database layer only waits, 3 s, for a connection it
+  could not get, where nothing was sent).
 
 Calls of a compute are not retried (their host-local work is not known to
 be idempotent): ``volattach.rpc`` already sends again a message the broker
@@ -54,55 +55,14 @@ import contextlib
 import functools
 import logging
 import socket
-import time
 
 from oslo_utils import excutils
-import tenacity
 
 from volattach import objects
 from volattach import exception
+from volattach.transient import retry_transient
 
 LOG = logging.getLogger(__name__)
-
-# How long one step waits out a database outage (a restart), trying again
-# with backoff, before the workflow gives up.
-TRANSIENT_RETRY_SECONDS = 30.0
-TRANSIENT_WAIT_START = 0.1
-TRANSIENT_WAIT_MAX = 2.0
-# "Not now" rather than "no": no database connection could be had (or it
-# was lost: the server rolled back, or, rarely, the outcome of a COMMIT is
-# unknown, which an idempotent step does not mind).  Not the volume
-# service's CinderConnectionFailed: its client has tried again already.
-TRANSIENT_ERRORS = (exception.DatabaseUnavailable,)
-
-
-def _log_retry(fn, error):
-    LOG.warning("%s failed (%s); trying again",
-                getattr(fn, "__qualname__", fn), error)
-
-
-def retry_transient(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``, run again (exponential backoff) while it
-    raises one of ``TRANSIENT_ERRORS``, for up to
-    ``TRANSIENT_RETRY_SECONDS``; then that error is raised.  Only for a
-    step that is safe to run twice.  The first try runs without tenacity
-    (a workflow runs about 14 such steps per attach and detach; building
-    a ``Retrying`` for each cost about 3 % of its CPU)."""
-    try:
-        return fn(*args, **kwargs)
-    except TRANSIENT_ERRORS as error:
-        if TRANSIENT_RETRY_SECONDS <= 0:
-            raise
-        _log_retry(fn, error)
-        time.sleep(TRANSIENT_WAIT_START)
-    retrying = tenacity.Retrying(
-        retry=tenacity.retry_if_exception_type(TRANSIENT_ERRORS),
-        stop=tenacity.stop_after_delay(TRANSIENT_RETRY_SECONDS),
-        wait=tenacity.wait_exponential(multiplier=TRANSIENT_WAIT_START,
-                                       max=TRANSIENT_WAIT_MAX),
-        before_sleep=lambda state: _log_retry(fn, state.outcome.exception()),
-        reraise=True)
-    return retrying(fn, *args, **kwargs)
 
 
 class Event:

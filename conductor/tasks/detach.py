@@ -5,9 +5,9 @@ import oslo_messaging as messaging
 
 from volattach import objects
 from volattach.conductor.tasks import base
-from volattach.conductor.tasks import delete as delete_task
 from volattach.objects.notification import notify_volume
 from volattach import exception
+from volattach import volume_release
 
 LOG = logging.getLogger(__name__)
 
@@ -58,8 +58,8 @@ class DetachVolumeTask(base.TaskBase):
         self._commit_steps()
         # an offload may swap the record's attachment meanwhile: the
         # release deletes whichever it holds before the record goes
-        delete_task.release_volume_record(self.context, self.volume_api,
-                                          self.bdm, volume_id=self.volume_id)
+        volume_release.release_volume_record(
+            self.context, self.volume_api, self.bdm, volume_id=self.volume_id)
 
     def _on_success(self):
         self.event.success()

@@ -20,12 +20,12 @@ import pytest
 import volattach  # noqa: F401
 from volattach import exception
 from volattach import objects
-from volattach.conductor.tasks import delete as delete_task
 from volattach.conductor.tasks import detach as detach_task
 from volattach.conductor.tasks import shelve as shelve_task
 from volattach.conductor.tasks import swap as swap_task
 from volattach import context as volattach_context
 from volattach.db import api as db_api
+from volattach import volume_release
 from tests import db_fixtures
 
 objects.register_all()
@@ -194,7 +194,7 @@ def test_a_delete_releases_the_attachment_saved_after_its_read(database):
     record.attachment_id = "att-of-the-attach"     # the attach's save
     record.save()
     volume = OffloadingVolumeAPI(record, at=None)
-    delete_task.release_instance_volumes(ctx, volume, read_by_delete)
+    volume_release.release_instance_volumes(ctx, volume, read_by_delete)
     assert volume.deleted == ["att-of-the-attach"]
     assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
 
@@ -209,14 +209,14 @@ def test_a_detach_leaves_a_record_a_swap_moved_to_another_volume(database):
     record.volume_id, record.attachment_id = "vol-2", "att-vol-2"   # the swap
     record.save()
     volume = OffloadingVolumeAPI(record, at=None)
-    delete_task.release_volume_record(ctx, volume, read_by_detach,
-                                      volume_id="vol-1")
+    volume_release.release_volume_record(ctx, volume, read_by_detach,
+                                         volume_id="vol-1")
     assert volume.deleted == ["att-old"]
     assert [(r["volume_id"], r["attachment_id"]) for r in
             db_api.bdm_get_by_instance_uuids([instance_uuid])] == [
         ("vol-2", "att-vol-2")]
     # a server delete follows the record wherever it went
-    delete_task.release_instance_volumes(ctx, volume, [read_by_detach])
+    volume_release.release_instance_volumes(ctx, volume, [read_by_detach])
     assert volume.deleted == ["att-old", "att-vol-2"]
     assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
 
@@ -237,7 +237,7 @@ def test_a_detach_copy_never_deletes_the_volume_even_if_the_record_changed(
     volume = OffloadingVolumeAPI(record, at=None)
     volume.delete_volume = lambda ctx, volume_id: volume.deleted.append(
         "volume " + volume_id)
-    delete_task.release_instance_volumes(ctx, volume, [copy])
+    volume_release.release_instance_volumes(ctx, volume, [copy])
     assert volume.deleted == ["att-late"]
     assert db_api.bdm_get_by_instance_uuids([instance_uuid]) == []
 
