@@ -375,6 +375,14 @@ libvirt_opts = [
                     "aborts it (the guest stays on the source).  The "
                     "conductor waits for it as for any compute call: keep "
                     "it below rpc_response_timeout."),
+    cfg.IntOpt("swap_volume_timeout", default=300, min=1,
+               help="Seconds a swap's block copy onto the new volume may "
+                    "take before the compute aborts it (the guest keeps the "
+                    "old volume; the swap fails).  The conductor waits for "
+                    "it as for any compute call: keep it below "
+                    "rpc_response_timeout for a synchronous swap."),
+    cfg.FloatOpt("swap_volume_poll_interval", default=0.05, min=0.001,
+                 help="Seconds between two looks at a swap's block copy."),
     cfg.StrOpt("rbd_user",
                help="rbd volumes: the cephx user of a connection that "
                     "names none (Nova's fallback); the compute defines "

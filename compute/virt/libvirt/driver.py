@@ -324,11 +324,14 @@ class LibvirtDriver(driver.ComputeDriver):
 
     def swap_volume(self, instance, old_connection_info, new_connection_info,
                     device_name):
-        """Block-copy the disk onto the new volume, then pivot."""
+        """Block-copy the disk onto the new volume, then pivot.  The disk is
+        found by the old volume's alias or, when it was swapped before (a
+        pivoted disk keeps the alias it was plugged with), at its device."""
         lv = self._host.libvirt
         dom = self._domain(instance)
         alias = volume_mod.disk_alias(self._serial(old_connection_info))
-        old = self._find_disk(dom, alias)
+        old = self._find_disk(dom, alias,
+                              target=(device_name or "").rsplit("/", 1)[-1])
         if old is None:
             raise exception.VirtDriverError(operation="swap",
                                             reason="disk not found")
@@ -341,7 +344,7 @@ class LibvirtDriver(driver.ComputeDriver):
         dom.blockCopy(target, new_xml, flags=(
             lv.VIR_DOMAIN_BLOCK_COPY_REUSE_EXT
             | lv.VIR_DOMAIN_BLOCK_COPY_TRANSIENT_JOB))
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + CONF.libvirt.swap_volume_timeout
         while True:
             info = dom.blockJobInfo(target, 0)
             if info and info.get("end") and info["cur"] == info["end"]:
@@ -350,7 +353,7 @@ class LibvirtDriver(driver.ComputeDriver):
                 dom.blockJobAbort(target, 0)
                 raise exception.VirtDriverError(operation="swap",
                                                 reason="copy timed out")
-            time.sleep(0.05)
+            time.sleep(CONF.libvirt.swap_volume_poll_interval)
         dom.blockJobAbort(target, lv.VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT)
 
     # -- live migration ---------------------------------------------------------
