@@ -74,7 +74,8 @@ def _cycle(hosts, guest):
     detach = time.monotonic() - started
     api.wait_for_volume_attachment_gone(guest.id, volume_id)
     volumes.wait_for_volume_status(volume_id, "available")
-    volumes.request("DELETE", "/volumes/%s" % volume_id)
+    code, body, _ = volumes.delete_volume(volume_id)
+    assert code == 202, (code, body)
     return attach, detach
 
 

@@ -4,7 +4,8 @@ their volumes served over NBD with TLS by the controller's volume
 service (README.md here).
 
 The tests run in file order on two guests: A on compute1, B on compute2;
-the last one moves A to compute2 and back."""
+one moves A to compute2 and back, the last cuts compute2's link during a
+detach of B's volume."""
 import os
 import uuid
 
@@ -137,4 +138,34 @@ def test_live_migration_between_hosts(hosts, guests):
     for volume_id in (rw, ro):
         _detach(api, guest, volume_id)
         volumes.wait_for_volume_status(volume_id, "available")
+    assert _nbd_peers(hosts) == []
+
+
+def test_detach_while_the_compute_is_unreachable(hosts, guests):
+    """compute2's link goes down during a detach: the conductor gets no
+    answer and rolls back, the records on both sides still say attached
+    (never attached on one side, available on the other), the guest keeps
+    its disk; with the link back, the detach goes through."""
+    _, b = guests
+    api, volumes, net = hosts.api, hosts.volumes, hosts.net
+    volume_id = _volume(volumes)
+    _attach(api, volumes, b, volume_id, "rw")
+    link = net.links["compute2"]
+    topology._run(["ip", "link", "set", link, "down"])
+    try:
+        code, body, _ = api.detach_volume(b.id, volume_id)
+        assert code == 202, (code, body)
+        volumes.wait_for_volume_status(volume_id, "detaching", timeout=30)
+        # the conductor gives up on the call and rolls back
+        volumes.wait_for_volume_status(volume_id, "in-use", timeout=WAIT)
+        code, body, _ = api.show_volume_attachment(b.id, volume_id)
+        assert code == 200, (code, body)
+        assert [host for _, host in volumes.attachment_hosts(volume_id)] \
+            == ["compute2"]
+        assert volume_id[:20] in b.disks()
+    finally:
+        topology._run(["ip", "link", "set", link, "up"])
+    hosts.dep.wait_until_ready()
+    _detach(api, b, volume_id)
+    volumes.wait_for_volume_status(volume_id, "available")
     assert _nbd_peers(hosts) == []

@@ -82,7 +82,7 @@ class Network:
         for i, host in enumerate(COMPUTES, 1):
             self.hosts[host] = "vac%d%s" % (i, tag)
             self.ips[host] = self.prefix + str(10 + i)
-        self._links = {host: "vh" + ns[2:] for host, ns in self.hosts.items()}
+        self.links = {host: "vh" + ns[2:] for host, ns in self.hosts.items()}
 
     def create(self):
         for tool in ("ip", "unshare", "ss"):
@@ -107,7 +107,7 @@ class Network:
               self.bridge])
         _run(["ip", "link", "set", self.bridge, "up"])
         for host, ns in self.hosts.items():
-            link = self._links[host]
+            link = self.links[host]
             _run(["ip", "netns", "add", ns])
             _run(["ip", "link", "add", link, "type", "veth", "peer", "name",
                   "eth0", "netns", ns])
@@ -135,7 +135,7 @@ class Network:
     def delete(self):
         for ns in self.hosts.values():
             _run(["ip", "netns", "del", ns], check=False)
-        for link in self._links.values():
+        for link in self.links.values():
             _run(["ip", "link", "del", link], check=False)
         _run(["ip", "link", "del", self.bridge], check=False)
 
