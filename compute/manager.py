@@ -22,6 +22,7 @@ import oslo_messaging as messaging
 from volattach import objects
 from volattach.compute import connections as host_connections
 from volattach.compute import locks
+from volattach.objects import block_device as block_device_obj
 from volattach import exception
 from volattach.conf import CONF
 
@@ -32,7 +33,7 @@ def _mode(bdm):
     """The BDM's attach mode (BlockDeviceMapping 1.1), rw when it has none."""
     if bdm.obj_attr_is_set("attach_mode") and bdm.attach_mode:
         return bdm.attach_mode
-    return "rw"
+    return block_device_obj.DEFAULT_ATTACH_MODE
 
 
 class ComputeManager:

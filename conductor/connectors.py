@@ -22,6 +22,7 @@ import time
 from volattach.compute import rpcapi as compute_rpcapi
 from volattach import exception
 from volattach import objects
+from volattach.objects import block_device as block_device_obj
 from volattach import servicegroup
 
 
@@ -63,5 +64,5 @@ class HostConnectors:
             raise exception.ComputeHostNotFound(host=host)
         if device_name:
             connector["mountpoint"] = device_name
-        connector["mode"] = attach_mode or "rw"
+        connector["mode"] = attach_mode or block_device_obj.DEFAULT_ATTACH_MODE
         return connector

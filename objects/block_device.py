@@ -10,6 +10,8 @@ from volattach import exception
 
 
 ATTACH_MODES = ("ro", "rw")
+# the mode of a volume attachment when nobody asks for another
+DEFAULT_ATTACH_MODE = "rw"
 
 
 class AttachModeField(fields.AutoTypedField):
@@ -156,7 +158,7 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
     def _refresh(self, row):
         base.fill(self, row)
         if self.attach_mode is None and self.destination_type == "volume":
-            self.attach_mode = "rw"
+            self.attach_mode = DEFAULT_ATTACH_MODE
             self.obj_reset_changes(["attach_mode"])
         return self
 

@@ -9,6 +9,7 @@ from oslo_utils import strutils
 from volattach import objects
 from volattach.api.compute import base
 from volattach import device_naming
+from volattach.objects import block_device as block_device_obj
 from volattach.objects import instance as instance_obj
 from volattach.objects import instance_action
 from volattach import exception
@@ -245,7 +246,7 @@ class ServersAPI(base.FacadeBase):
             device_type=mapping.get("device_type"),
             guest_format=mapping.get("guest_format"),
             no_device=bool(mapping.get("no_device", False)),
-            attach_mode=(mapping.get("attach_mode") or "rw")
+            attach_mode=(mapping.get("attach_mode") or block_device_obj.DEFAULT_ATTACH_MODE)
             if mapping.get("destination_type") == "volume" else None)
 
     def update(self, context, instance, changes, pin=False, zone=None):

@@ -54,13 +54,14 @@ class VolumeAttachmentsAPI(base.FacadeBase):
 
     def attach_volume(self, context, instance, volume_id, device=None, tag=None,
                       delete_on_termination=False, supports_multiattach=False,
-                      wait=True, allow_shelved=True, attach_mode="rw", bdms=None):
+                      wait=True, allow_shelved=True,
+                      attach_mode=block_device_obj.DEFAULT_ATTACH_MODE, bdms=None):
         """Attach a volume; returns the device name when ``wait`` (below
         2.101), None when the workflow is cast (2.101+).  ``allow_shelved``
         is False below microversion 2.20.  ``attach_mode`` ``ro`` (2.105)
         needs a compute that honours it (409 otherwise).  ``bdms``: the
         server's mappings as ``get_with_bdms`` read them (else read here)."""
-        if attach_mode not in ("ro", "rw"):
+        if attach_mode not in block_device_obj.ATTACH_MODES:
             raise exception.InvalidInput(reason="attach_mode must be ro or rw")
         self._check_locked(context, instance)
         self._check_state(instance, "attach_volume", self._volume_vm_states(allow_shelved))
@@ -93,7 +94,8 @@ class VolumeAttachmentsAPI(base.FacadeBase):
             attach_mode=attach_mode)
 
     def _attach_volume_offloaded(self, context, instance, volume_id,
-                                 delete_on_termination, attach_mode="rw"):
+                                 delete_on_termination,
+                                 attach_mode=block_device_obj.DEFAULT_ATTACH_MODE):
         """Attach to a server on no host, here in the API: a BDM without a
         device name and a completed connector-less attachment.  The compute
         that receives the server at unshelve names the device and connects."""

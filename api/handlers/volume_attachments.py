@@ -13,6 +13,7 @@ from volattach.api import validation
 from volattach.api.schemas import volume_attachments as schemas
 from volattach.api.views import volume_attachments as view
 from volattach import exception
+from volattach.objects import block_device as block_device_obj
 
 POLICY = "os_compute_api:os-volumes-attachments:%s"
 
@@ -76,7 +77,8 @@ class VolumeAttachments(common.Resource):
             req.context.ctx, instance, volume_id, device=device, tag=tag,
             delete_on_termination=delete_on_termination,
             supports_multiattach=mv.matches("2.60"), wait=wait,
-            attach_mode=attachment.get("attach_mode", "rw"), bdms=bdms)
+            attach_mode=attachment.get("attach_mode",
+                                        block_device_obj.DEFAULT_ATTACH_MODE), bdms=bdms)
         if not wait:
             common.send(resp, None, status=202)
             return

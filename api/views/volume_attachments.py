@@ -15,6 +15,7 @@ Attach response (up to 2.100; 2.101+ has no body): ``id``, ``serverId``,
 ``volumeId``, ``device`` (always, may be null), ``tag`` (2.70+),
 ``delete_on_termination`` (2.79+); Nova never applied 2.89 to it.
 """
+from volattach.objects import block_device as block_device_obj
 
 
 def visible(req, bdm):
@@ -51,8 +52,8 @@ def _attach_mode(bdm):
     the column existed)."""
     is_set = getattr(bdm, "obj_attr_is_set", None)
     if is_set is not None and not is_set("attach_mode"):
-        return "rw"
-    return bdm.attach_mode or "rw"
+        return block_device_obj.DEFAULT_ATTACH_MODE
+    return bdm.attach_mode or block_device_obj.DEFAULT_ATTACH_MODE
 
 
 def index(req, bdms):

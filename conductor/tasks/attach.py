@@ -7,6 +7,7 @@ from oslo_utils import uuidutils
 from volattach import objects
 from volattach.conductor.tasks import base
 from volattach.conductor.tasks import detach as detach_task
+from volattach.objects import block_device as block_device_obj
 from volattach.objects.notification import notify_volume
 from volattach import exception
 
@@ -49,7 +50,7 @@ class AttachVolumeTask(base.TaskBase):
         self.device = device
         self.tag = tag
         self.delete_on_termination = delete_on_termination
-        self.attach_mode = attach_mode or "rw"
+        self.attach_mode = attach_mode or block_device_obj.DEFAULT_ATTACH_MODE
         self.event = None
         self.bdm = None
 
@@ -77,7 +78,7 @@ class AttachVolumeTask(base.TaskBase):
         # the volume service has the last word: a read-only volume attaches
         # ro whatever was asked (openstackclient's way to a read-only
         # attach: `openstack volume set --read-only`)
-        if attachment.get("attach_mode") in ("ro", "rw"):
+        if attachment.get("attach_mode") in block_device_obj.ATTACH_MODES:
             self.attach_mode = attachment["attach_mode"]
         # One save of the attachment, its mode and its connection.  Until
         # it lands, the rollback has the attachment's id, and after a crash

@@ -16,6 +16,7 @@ from volattach.conductor.tasks import base
 from volattach.compute import rpcapi as compute_rpcapi
 from volattach.conductor import scheduler
 from volattach import exception
+from volattach.objects import block_device as block_device_obj
 from volattach.objects import migration as migration_obj
 
 LOG = logging.getLogger(__name__)
@@ -137,7 +138,7 @@ class LiveMigrationTask(base.TaskBase):
         """A second attachment of ``bdm``'s volume, connected to the
         destination (same attach mode); the copy of the record that holds
         it."""
-        mode = bdm.attach_mode or "rw"
+        mode = bdm.attach_mode or block_device_obj.DEFAULT_ATTACH_MODE
         attachment = self.volume_api.attachment_create(
             self.context, bdm.volume_id, self.instance.uuid,
             mode="ro" if mode == "ro" else None)
