@@ -232,11 +232,16 @@ class LibvirtDriver(driver.ComputeDriver):
 
     def disconnect_volume(self, connection_info, instance,
                           disconnect_target=True):
+        """Best effort: the guest has already let the disk go, so a host
+        connection that cannot be closed (an unknown volume type, a failed
+        unmap) does not fail the detach; it is logged with its reason."""
         try:
             volume_mod.volume_driver(
                 connection_info, self._host).disconnect_volume(connection_info)
-        except exception.VirtDriverError:
-            pass
+        except exception.VirtDriverError as e:
+            LOG.warning("disconnect of volume %s of instance %s failed: %s",
+                        self._serial(connection_info),
+                        getattr(instance, "uuid", instance), e)
 
     def _flags(self, dom):
         lv = self._host.libvirt
