@@ -15,7 +15,6 @@ from oslo_policy import opts as policy_opts
 
 from volattach.wsgi import body as wsgi_body
 
-from volattach import embedded_server
 from volattach import listen
 
 CONF = cfg.CONF
@@ -438,6 +437,34 @@ backend_section_opts = [
                     "section's name."),
 ]
 
+# [wsgi]: the in-process server's (volattach.embedded_server)
+wsgi_opts = [
+    cfg.IntOpt("threads", default=8, min=1,
+               help="Threads that run the application, per in-process "
+                    "server (volattach-all's compute API and volume "
+                    "service). Connections do not hold threads."),
+    cfg.FloatOpt("header_timeout", default=20.0, min=0.1,
+                 help="Seconds a client has to send a whole request head "
+                      "(request line and headers) from its first byte; a "
+                      "slower one is disconnected."),
+    cfg.FloatOpt("keepalive_timeout", default=60.0, min=0.1,
+                 help="Seconds an idle kept-alive connection stays open, "
+                      "in the in-process server and in the gunicorn "
+                      "daemons (whole seconds there, at least 1)."),
+    cfg.IntOpt("max_connections", default=256, min=1,
+               help="Connections an in-process server keeps open at once; "
+                    "past it, new connections wait in the listen backlog."),
+    cfg.IntOpt("max_request_body_size", default=1048576, min=1,
+               help="Bytes of request body the in-process server accepts "
+                    "(413 above). The transport-level guard: keep it at or "
+                    "above [oslo_middleware] max_request_body_size, which "
+                    "the applications answer with their own 413."),
+    cfg.IntOpt("max_request_header_size", default=65536, min=1024,
+               help="Bytes of request line and headers accepted (431 "
+                    "above)."),
+]
+
+
 all_opts = [
     cfg.ListOpt("compute_hosts", default=["compute1", "compute2"],
                 help="volattach-all: host names of the compute services it "
@@ -459,7 +486,7 @@ _GROUPS = [
     ("libvirt", libvirt_opts),
     ("rbd", rbd_opts),
     ("all", all_opts),
-    ("wsgi", embedded_server.wsgi_opts),
+    ("wsgi", wsgi_opts),
 ]
 
 

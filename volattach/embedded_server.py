@@ -43,7 +43,6 @@ import re
 import threading
 import time
 
-from oslo_config import cfg
 from oslo_log import log as logging
 from waitress import adjustments
 from waitress import channel as waitress_channel
@@ -52,33 +51,9 @@ from waitress import server as waitress_server
 from waitress import task as waitress_task
 from waitress import utilities as waitress_utilities
 
-LOG = logging.getLogger(__name__)
+from volattach import conf as volattach_conf
 
-wsgi_opts = [
-    cfg.IntOpt("threads", default=8, min=1,
-               help="Threads that run the application, per in-process "
-                    "server (volattach-all's compute API and volume "
-                    "service). Connections do not hold threads."),
-    cfg.FloatOpt("header_timeout", default=20.0, min=0.1,
-                 help="Seconds a client has to send a whole request head "
-                      "(request line and headers) from its first byte; a "
-                      "slower one is disconnected."),
-    cfg.FloatOpt("keepalive_timeout", default=60.0, min=0.1,
-                 help="Seconds an idle kept-alive connection stays open, "
-                      "in the in-process server and in the gunicorn "
-                      "daemons (whole seconds there, at least 1)."),
-    cfg.IntOpt("max_connections", default=256, min=1,
-               help="Connections an in-process server keeps open at once; "
-                    "past it, new connections wait in the listen backlog."),
-    cfg.IntOpt("max_request_body_size", default=1048576, min=1,
-               help="Bytes of request body the in-process server accepts "
-                    "(413 above). The transport-level guard: keep it at or "
-                    "above [oslo_middleware] max_request_body_size, which "
-                    "the applications answer with their own 413."),
-    cfg.IntOpt("max_request_header_size", default=65536, min=1024,
-               help="Bytes of request line and headers accepted (431 "
-                    "above)."),
-]
+LOG = logging.getLogger(__name__)
 
 
 _BARE_LF = re.compile(rb"(?<!\r)\n")
@@ -336,7 +311,6 @@ def make_server(app, host, port, conf=None, name="wsgi", server_class=Server,
     listening (``volattach.listen.bind``) to serve instead of binding
     ``host``:``port``."""
     if conf is None:
-        from volattach import conf as volattach_conf
         conf = volattach_conf.CONF
     if access_log is not None:
         app = _logged(app, access_log)

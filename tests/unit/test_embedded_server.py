@@ -10,6 +10,7 @@ import time
 import pytest
 from oslo_config import cfg
 
+from volattach import conf as volattach_conf
 from volattach import embedded_server
 
 
@@ -27,7 +28,7 @@ def echo_app(environ, start_response):
 
 def make_conf(**wsgi):
     conf = cfg.ConfigOpts()
-    conf.register_opts(embedded_server.wsgi_opts, group="wsgi")
+    conf.register_opts(volattach_conf.wsgi_opts, group="wsgi")
     conf([], default_config_files=[])
     for name, value in wsgi.items():
         conf.set_override(name, value, group="wsgi")

@@ -26,7 +26,7 @@ def echo(environ, start_response):
 @pytest.fixture
 def server():
     conf = cfg.ConfigOpts()
-    conf.register_opts(embedded_server.wsgi_opts, group="wsgi")
+    conf.register_opts(volattach_conf.wsgi_opts, group="wsgi")
     conf([], default_config_files=[])
     srv = embedded_server.serve_in_thread(echo, "127.0.0.1", 0, conf=conf)
     yield srv
