@@ -156,7 +156,7 @@ def instrument(counters):
             return sender
         setattr(cls, name, make(orig, name))
 
-    from volattach.volume import cinder
+    from volattach.volume_client import cinder
     orig_send = cinder.VolumeAPI._send_once
 
     def send_once(self, method, url, *args, **kwargs):

@@ -68,7 +68,7 @@ class ComputeTaskManager:
 
     def __init__(self, volume_api=None):
         if volume_api is None:
-            from volattach.volume import cinder
+            from volattach.volume_client import cinder
             volume_api = cinder.VolumeAPI()
         self.compute_rpcapi = compute_rpcapi.ComputeAPI()
         self.volume_api = volume_api

@@ -8,6 +8,7 @@ flow (``cinder-new-attach-apis``), backed by its own database
 Where it goes further than real Cinder (bug 1747985 fixed, shared host
 connections reported on attachment GET, no 500 and no leftover reservation for
 a bad connector, database-guaranteed reservations) is documented in
-``volume/README.md``.  ``volume.cinder`` is the *client* the compute side uses
-to talk to this service or to a real Cinder.
+``volume/README.md``.  The *client* the compute side uses to talk to this
+service or to a real Cinder is ``volattach.volume_client``, outside this
+package.
 """

@@ -80,7 +80,7 @@ class FacadeBase:
 
     def __init__(self, volume_api=None, compute_task_api=None):
         if volume_api is None:
-            from volattach.volume import cinder
+            from volattach.volume_client import cinder
             volume_api = cinder.VolumeAPI()
         self.volume_api = volume_api
         self.compute_task_api = compute_task_api or conductor_api.ComputeTaskAPI()

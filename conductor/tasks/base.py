@@ -26,7 +26,8 @@ A restart of the database or of the volume service (or a request that one
 of them refused with 503 meanwhile) must not leave a workflow half done.
 Each has ONE retry layer, the one that knows what may be sent again:
 
-* the volume service: the Cinder client (``volume/cinder.py``), for up to
+* the volume service: the Cinder client
+  (``volattach/volume_client/cinder.py``), for up to
   ``[cinder] retry_seconds`` (30 s by default).  It alone knows whether a
   request reached the service: it sends again what never left, an
   idempotent method and a state-setting action (os-complete,

@@ -16,7 +16,7 @@ from volattach.conductor import reconcile
 from volattach.db import api as db_api
 from volattach import context as volattach_context
 from volattach.conf import CONF
-from volattach.volume import cinder
+from volattach.volume_client import cinder
 
 CONF_OVERRIDES = {("conductor", "reconcile_interval"): 0}
 

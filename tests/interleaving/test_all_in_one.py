@@ -26,7 +26,7 @@ STEPS = tier.steps(12)
 def _inproc_dry_run():
     from volattach import context
     from volattach.conductor import reconcile
-    from volattach.volume import cinder
+    from volattach.volume_client import cinder
     report = reconcile.reconcile(context.get_admin_context(),
                                  cinder.VolumeAPI(), 0, dry_run=True)
     return ["%s volume %s server %s attachment %s: %s" % (

@@ -116,7 +116,7 @@ def attachments_reconcile(conf, out=sys.stdout, volume_api=None):
     from volattach.conductor import reconcile
     objects.register_all()
     if volume_api is None:
-        from volattach.volume import cinder
+        from volattach.volume_client import cinder
         volume_api = cinder.VolumeAPI()
     compute_rpcapi = None
     no_unplug = conf.category.no_unplug

@@ -1,4 +1,4 @@
-"""volume.cinder.VolumeAPI against the real volume service over real HTTP
+"""volume_client.cinder.VolumeAPI against the real volume service over real HTTP
 (wsgiref on a free loopback port), including error translation, the
 re-read after PUT, and retries (503, connection refused, real Cinder's
 multiattach quirk) that stay bounded and never touch a 400."""
@@ -16,7 +16,7 @@ from volattach import context as volattach_context
 from volattach import exception
 from volattach.volume import service
 from volattach.volume import wsgi
-from volattach.volume.cinder import VolumeAPI
+from volattach.volume_client.cinder import VolumeAPI
 
 USER_CTX = volattach_context.RequestContext(
     user_id="user1", project_id=P1, roles=["member"], overwrite=False)

@@ -36,6 +36,8 @@ def test_compute_daemon_loads_no_database_conductor_or_volume_code():
         m == "volattach.db" or m.startswith("volattach.db.")
         or m.startswith("volattach.db_")
         or m == "volattach.volume" or m.startswith("volattach.volume.")
+        or m == "volattach.volume_client"
+        or m.startswith("volattach.volume_client.")
         or m == "volattach.servicegroup"
         or (m.startswith("volattach.conductor") and m not in ALLOWED_CONDUCTOR)
         or m == "sqlalchemy" or m.startswith("sqlalchemy.")

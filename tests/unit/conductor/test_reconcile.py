@@ -60,7 +60,7 @@ class FakeDB:
 
 
 class FakeVolumes:
-    """Enough of volume.cinder.VolumeAPI: volumes, attachments, and the
+    """Enough of volume_client.cinder.VolumeAPI: volumes, attachments, and the
     status rules of the volume service."""
 
     def __init__(self):

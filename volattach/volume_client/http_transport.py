@@ -1,4 +1,4 @@
-"""The HTTP under the volume client (``volume.cinder.VolumeAPI``): urllib3.
+"""The HTTP under the volume client (``volume_client.cinder.VolumeAPI``): urllib3.
 
 One ``Transport`` per client holds a ``urllib3.PoolManager`` (a
 ``ProxyManager`` per proxy when the environment's ``https_proxy`` /

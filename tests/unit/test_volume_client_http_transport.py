@@ -1,4 +1,4 @@
-"""volume.http_transport's connections send a request's head and body in
+"""volume_client.http_transport's connections send a request's head and body in
 one send, and requests without a body as before."""
 import http.client
 import json
@@ -9,7 +9,7 @@ from urllib3 import exceptions as u3_exc
 
 from volattach import conf as volattach_conf
 from volattach import embedded_server
-from volattach.volume import http_transport
+from volattach.volume_client import http_transport
 
 
 def echo(environ, start_response):

@@ -3,7 +3,7 @@ compute API and the conductor.
 
 One ``VolumeAPI`` per process: each call is one HTTP request to ``[cinder]
 endpoint`` + ``/<project_id>`` with an explicit ``OpenStack-API-Version:
-volume X.Y``, sent with urllib3 (``volume.http_transport``).  A keystoneauth1
+volume X.Y``, sent with urllib3 (``volume_client.http_transport``).  A keystoneauth1
 Session built on first use supplies the auth headers.
 
 Authentication (``[cinder] auth_strategy``):
@@ -55,7 +55,7 @@ from oslo_log import log as logging
 
 from volattach import conf as volattach_conf
 from volattach import exception
-from volattach.volume import http_transport
+from volattach.volume_client import http_transport
 
 LOG = logging.getLogger(__name__)
 

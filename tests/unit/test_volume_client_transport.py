@@ -1,4 +1,4 @@
-"""volume.cinder over volume.http_transport against loopback servers: what
+"""volume_client.cinder over volume_client.http_transport against loopback servers: what
 is sent again after a connection drops, and which token goes with calls
 that have no caller (a fake identity endpoint hands out a service token)."""
 import http.server
@@ -14,8 +14,8 @@ from oslo_config import cfg
 from volattach import conf as volattach_conf
 from volattach import context as volattach_context
 from volattach import exception
-from volattach.volume import cinder
-from volattach.volume import http_transport
+from volattach.volume_client import cinder
+from volattach.volume_client import http_transport
 
 USER_CTX = volattach_context.RequestContext(
     user_id="u1", project_id="p1", auth_token="user-token", overwrite=False)

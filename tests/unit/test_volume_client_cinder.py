@@ -1,4 +1,4 @@
-"""volume.cinder: error translation, auth headers and keystone mode
+"""volume_client.cinder: error translation, auth headers and keystone mode
 construction (no HTTP here; the client is exercised over HTTP in
 tests/functional/volume/test_volume_cinder_client.py)."""
 import pytest
@@ -10,7 +10,7 @@ from oslo_config import cfg
 from volattach import conf as volattach_conf
 from volattach import context as volattach_context
 from volattach import exception
-from volattach.volume import cinder
+from volattach.volume_client import cinder
 
 
 class FakeResponse:
