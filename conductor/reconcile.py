@@ -64,6 +64,7 @@ from volattach.db.models import utcnow
 from volattach import conf as volattach_conf
 from volattach import context as volattach_context
 from volattach import exception
+from volattach import volume_states
 
 LOG = logging.getLogger(__name__)
 
@@ -504,7 +505,7 @@ def _stuck_volumes(run, volumes):
                     return False
                 run.volume_api.reset_volume_status(
                     run.context, volume["id"], status=derived,
-                    attach_status="attached" if derived == "in-use"
+                    attach_status="attached" if derived == volume_states.IN_USE
                     else "detached")
         if _is_young(newest(volume.get("updated_at"), volume.get("created_at")),
                      run.now, run.grace):
@@ -514,8 +515,7 @@ def _stuck_volumes(run, volumes):
 
 
 def _derived_status(attach_statuses):
-    from volattach.volume import states
-    return states.status_from_attachments(attach_statuses)
+    return volume_states.status_from_attachments(attach_statuses)
 
 
 # -- the periodic pass in the conductor ---------------------------------------

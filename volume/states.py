@@ -18,21 +18,12 @@ the status from the attachments that remain: attached > attaching >
 detaching > reserved; none left: available.
 """
 
-# Volume statuses.
-CREATING = "creating"
-AVAILABLE = "available"
-RESERVED = "reserved"
-ATTACHING = "attaching"
-IN_USE = "in-use"
-DETACHING = "detaching"
-DOWNLOADING = "downloading"
-ERROR = "error"
-
-# Attachment statuses.
-ATT_RESERVED = "reserved"
-ATT_ATTACHING = "attaching"
-ATT_ATTACHED = "attached"
-ATT_DETACHING = "detaching"
+# Cinder's public status strings and the status a set of attachments
+# implies are shared with the service's callers (volattach.volume_states).
+from volattach.volume_states import (  # noqa: F401 (part of this module)
+    ATT_ATTACHED, ATT_ATTACHING, ATT_DETACHING, ATT_RESERVED, ATTACHING,
+    AVAILABLE, CREATING, DETACHING, DOWNLOADING, ERROR, IN_USE, RESERVED,
+    status_from_attachments)
 
 # Statuses from which a new reservation may be made.  A multiattach volume
 # accepts one while other attachments are reserved or attaching: Cinder bug
@@ -70,20 +61,6 @@ RESETTABLE = (CREATING, AVAILABLE, RESERVED, ATTACHING, IN_USE, DETACHING,
               "error_restoring", "error_extending", "maintenance",
               "backing-up", "restoring-backup", "uploading", "retyping",
               "extending")
-
-
-def status_from_attachments(attach_statuses):
-    """The volume status that a set of attachment statuses implies."""
-    statuses = set(attach_statuses)
-    if ATT_ATTACHED in statuses:
-        return IN_USE
-    if ATT_ATTACHING in statuses:
-        return ATTACHING
-    if ATT_DETACHING in statuses:
-        return DETACHING
-    if ATT_RESERVED in statuses:
-        return RESERVED
-    return AVAILABLE
 
 
 def reserve_refused(volume_id, status, multiattach):

@@ -79,8 +79,8 @@ class FakeVolumes:
         self._derive(vid)
 
     def _derive(self, vid):
-        from volattach.volume import states
-        self.volumes[vid]["status"] = states.status_from_attachments(
+        from volattach import volume_states
+        self.volumes[vid]["status"] = volume_states.status_from_attachments(
             a["status"] for a in self.attachments.values()
             if a["volume_id"] == vid)
 
