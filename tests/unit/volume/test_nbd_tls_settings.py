@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from oslo_config import cfg
@@ -171,6 +172,14 @@ def test_volattach_volume_refuses_to_start_naming_the_option(tmp_path):
     assert not (tmp_path / "volume.sqlite").exists()      # nothing started
 
 
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def test_a_daemon_of_an_earlier_release_with_the_same_settings_is_adopted(
         tmp_path):
     """Started with --nbd-server on its command line and no record: the
@@ -181,6 +190,12 @@ def test_a_daemon_of_an_earlier_release_with_the_same_settings_is_adopted(
          "--nbd-server",
          "addr.type=inet,addr.host=10.250.0.1,addr.port=10809"])
     try:
+        # a child just forked may not have exec'd yet: its cmdline is then
+        # still (or briefly empty) the parent's, not the daemon's
+        deadline = time.monotonic() + 10
+        while b"--nbd-server" not in _cmdline(old.pid):
+            assert time.monotonic() < deadline, "the stand-in never exec'd"
+            time.sleep(0.01)
         (tmp_path / "qsd.pid").write_text("%d\n" % old.pid)
         daemon = RecordingDaemon(str(tmp_path), "10.250.0.1", 10809)
         assert daemon.configure() is False and daemon.calls == []
