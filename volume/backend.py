@@ -30,6 +30,20 @@ IQN_PREFIX = "iqn.2010-10.org.volattach"
 _TARGET_NAMESPACE = uuid.UUID("6c1d9b0e-8f1a-4f43-9a77-5b7a6c0ffee1")
 
 
+def check_connector_keys(connector, keys=("host",)):
+    """``connector`` if it is an object with a non-blank string at each of
+    ``keys``, else InvalidInput (Cinder's message), for every backend."""
+    if not isinstance(connector, dict):
+        raise exception.InvalidInput(reason="Connector must be an object.")
+    for key in keys:
+        value = connector.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise exception.InvalidInput(
+                reason="Connector doesn't have required information: "
+                       "%s" % key)
+    return connector
+
+
 class FakeISCSIBackend:
 
     def __init__(self, name, service_host, portal_address, shared_targets):
@@ -49,16 +63,7 @@ class FakeISCSIBackend:
     @staticmethod
     def check_connector(connector):
         """The connector if it can be used, else InvalidInput."""
-        if not isinstance(connector, dict):
-            raise exception.InvalidInput(
-                reason="Connector must be an object.")
-        for key in ("initiator", "host"):
-            value = connector.get(key)
-            if not isinstance(value, str) or not value.strip():
-                raise exception.InvalidInput(
-                    reason="Connector doesn't have required information: "
-                           "%s" % key)
-        return connector
+        return check_connector_keys(connector, ("initiator", "host"))
 
     def shared_target_id(self, service_uuid, connector_host):
         return str(uuid.uuid5(_TARGET_NAMESPACE,
@@ -313,13 +318,7 @@ class BackendRouter:
             return self.default.check_connector(connector)
         # the least every backend needs; the volume's backend checks the
         # rest in initialize_connection (inside the transaction)
-        if not isinstance(connector, dict):
-            raise exception.InvalidInput(reason="Connector must be an object.")
-        value = connector.get("host")
-        if not isinstance(value, str) or not value.strip():
-            raise exception.InvalidInput(
-                reason="Connector doesn't have required information: host")
-        return connector
+        return check_connector_keys(connector)
 
     def initialize_connection(self, volume, attachment_id, connector,
                               attach_mode):

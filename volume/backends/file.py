@@ -40,6 +40,7 @@ import time
 import uuid
 
 from volattach import exception
+from volattach.volume import backend as volume_backend
 from volattach.wsgi import insecure
 
 LOG = logging.getLogger(__name__)
@@ -384,13 +385,7 @@ class FileBackend:
     # -- connections -----------------------------------------------------------
     @staticmethod
     def check_connector(connector):
-        if not isinstance(connector, dict):
-            raise exception.InvalidInput(reason="Connector must be an object.")
-        value = connector.get("host")
-        if not isinstance(value, str) or not value.strip():
-            raise exception.InvalidInput(
-                reason="Connector doesn't have required information: host")
-        return connector
+        return volume_backend.check_connector_keys(connector)
 
     def shared_target_id(self, service_uuid, connector_host):
         return None
