@@ -291,29 +291,14 @@ def _adjustments(conf, host, port, sock=None):
         channel_request_lookahead=1)
 
 
-def _logged(app, logger):
-    def logged_app(environ, start_response):
-        if logger.isEnabledFor(logging.DEBUG):
-            def logged_start_response(status, headers, exc_info=None):
-                logger.debug('%s - "%s %s" %s', environ.get("REMOTE_ADDR"),
-                             environ.get("REQUEST_METHOD"),
-                             environ.get("REQUEST_URI"), status[:3])
-                return start_response(status, headers, exc_info)
-            return app(environ, logged_start_response)
-        return app(environ, start_response)
-    return logged_app
-
-
 def make_server(app, host, port, conf=None, name="wsgi", server_class=Server,
-                access_log=None, sock=None):
+                sock=None):
     """A bound, listening server for ``app`` (port 0: any free port); run
     it with ``server.run()``.  ``sock``: a socket already bound and
     listening (``volattach.listen.bind``) to serve instead of binding
     ``host``:``port``."""
     if conf is None:
         conf = volattach_conf.CONF
-    if access_log is not None:
-        app = _logged(app, access_log)
     adj = _adjustments(conf, host, port, sock)
     if sock is not None:
         # what waitress's create_server does with adj.sockets
@@ -328,12 +313,11 @@ def make_server(app, host, port, conf=None, name="wsgi", server_class=Server,
 
 
 def serve_in_thread(app, host, port, name="wsgi", conf=None,
-                    server_class=Server, access_log=None, sock=None):
+                    server_class=Server, sock=None):
     """Serve ``app`` from a daemon thread of this process; returns the
     server (``server.thread``, ``server.port``, ``server.shutdown()``)."""
     server = make_server(app, host, port, conf=conf, name=name,
-                         server_class=server_class, access_log=access_log,
-                         sock=sock)
+                         server_class=server_class, sock=sock)
     thread = threading.Thread(target=server.run, name=name, daemon=True)
     server.thread = thread
     thread.start()

@@ -94,7 +94,7 @@ def serve_in_thread(conf, host=None, port=None, heartbeat=True, sock=None):
         wsgi.make_app(conf, manager), host or conf.volume.listen,
         conf.volume.port if port is None else port,
         name="volattach-volume-wsgi", conf=conf,
-        server_class=VolumeWSGIServer, access_log=LOG, sock=sock)
+        server_class=VolumeWSGIServer, sock=sock)
     thread = server.thread
     if heartbeat:
         server.heartbeat = start_heartbeat(conf, manager)
