@@ -61,6 +61,7 @@ from oslo_utils import excutils
 
 from volattach import objects
 from volattach import exception
+from volattach.conductor import scheduler
 from volattach.transient import retry_transient
 
 LOG = logging.getLogger(__name__)
@@ -100,6 +101,13 @@ def min_version_for(context, instance):
     if any(b.is_volume and b.attach_mode == "ro" for b in bdms):
         return service_obj.READ_ONLY_ATTACH_SERVICE_VERSION
     return None
+
+
+def schedule(context, instance):
+    """A compute host for ``instance``: in its availability zone, and new
+    enough for its volumes (``min_version_for``)."""
+    return scheduler.select_host(context, instance.availability_zone,
+                                 min_version_for(context, instance))
 
 
 def execute_cast(task):

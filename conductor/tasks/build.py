@@ -3,7 +3,6 @@ import logging
 
 from volattach import objects
 from volattach.conductor.tasks import base
-from volattach.conductor import scheduler
 from volattach.db.models import utcnow
 from volattach.objects import instance as instance_obj
 from volattach import exception
@@ -24,9 +23,7 @@ class BuildTask(base.TaskBase):
 
     def _execute(self):
         instance = self.instance
-        host = scheduler.select_host(self.context, instance.availability_zone,
-                                     base.min_version_for(self.context,
-                                                          instance))
+        host = base.schedule(self.context, instance)
         self.event = base.Event(self.context, instance.uuid,
                                 "compute_build_and_run_instance", host)
         instance.host = host

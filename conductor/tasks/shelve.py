@@ -4,7 +4,6 @@ import logging
 
 from volattach import objects
 from volattach.conductor.tasks import base
-from volattach.conductor import scheduler
 from volattach.db.models import utcnow
 from volattach.objects import instance as instance_obj
 from volattach import exception
@@ -166,9 +165,7 @@ class UnshelveTask(base.TaskBase):
 
     def _build_elsewhere(self):
         instance = self.instance
-        host = scheduler.select_host(self.context, instance.availability_zone,
-                                     base.min_version_for(self.context,
-                                                          instance))
+        host = base.schedule(self.context, instance)
         self.event = base.Event(self.context, instance.uuid,
                                 "compute_unshelve_instance", host)
         self._did("put the server back on no host", self._unhost)
