@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import time
-import uuid
 
 import pytest
 
@@ -30,19 +29,6 @@ def _held_port():
     return sock, sock.getsockname()[1]
 
 
-def _server(api):
-    status, body, _ = api.create_server(
-        name="s-%s" % uuid.uuid4().hex[:6], microversion="2.37")
-    assert status == 202, body
-    api.wait_for_server_status(body["server"]["id"], "ACTIVE")
-    return body["server"]["id"]
-
-
-def _volume(volumes):
-    status, body, _ = volumes.create_volume(size=1)
-    assert status == 202, body
-    volumes.wait_for_volume_status(body["volume"]["id"], "available")
-    return body["volume"]["id"]
 
 
 def _orphan_attachment(volumes, volume_id, server_id):
@@ -82,8 +68,8 @@ def test_moved_ports_attach_and_the_periodic_pass_repairs(moved):
     reconcile pass repairs drift with its own noauth admin context."""
     api = clients.ComputeClient(moved.api_url, token=TOKEN)
     volumes = clients.VolumeClient(moved.volume_url, token=TOKEN)
-    server = _server(api)
-    attached = _volume(volumes)
+    server = api.create_active_server()
+    attached = volumes.create_available_volume()
     started = time.monotonic()
     status, body, _ = api.attach_volume(server, attached, microversion="2.1")
     assert status == 200, body
@@ -91,7 +77,7 @@ def test_moved_ports_attach_and_the_periodic_pass_repairs(moved):
     assert time.monotonic() - started < 10   # no retrying a wrong endpoint
     volumes.wait_for_volume_status(attached, "in-use")
 
-    orphaned = _volume(volumes)
+    orphaned = volumes.create_available_volume()
     orphan = _orphan_attachment(volumes, orphaned, server)
     # older than the grace period (3 s), then the next pass (every 1 s)
     volumes.wait_for_volume_status(orphaned, "available", timeout=30)
@@ -166,8 +152,8 @@ def test_manage_reconcile_on_the_embedded_defaults(tmp_path):
     try:
         api = clients.ComputeClient(deployment.api_url, token=TOKEN)
         volumes = clients.VolumeClient(deployment.volume_url, token=TOKEN)
-        server = _server(api)
-        vid = _volume(volumes)
+        server = api.create_active_server()
+        vid = volumes.create_available_volume()
         orphan = _orphan_attachment(volumes, vid, server)
 
         result = deployment.manage("attachments", "reconcile", "--dry-run",

@@ -31,19 +31,6 @@ def volume_api(deployment):
     return cinder.VolumeAPI()
 
 
-def _server(api):
-    status, body, _ = api.create_server(microversion="2.37",
-                                        name="s-%s" % uuid.uuid4().hex[:6])
-    assert status == 202, body
-    api.wait_for_server_status(body["server"]["id"], "ACTIVE")
-    return body["server"]["id"]
-
-
-def _volume(volumes):
-    status, body, _ = volumes.create_volume(size=1)
-    assert status == 202, body
-    volumes.wait_for_volume_status(body["volume"]["id"], "available")
-    return body["volume"]["id"]
 
 
 def _attach(api, volumes, server_id, volume_id):
@@ -73,24 +60,24 @@ def _consistent(volume_api, ctx, volume_ids):
 def drift(deployment, api, volumes, volume_api, ctx):
     """One volume per kind of drift; returns {name: (volume, server)}."""
     made = {}
-    server = _server(api)
+    server = api.create_active_server()
 
     # orphan_attachment: a reservation without a record (the conductor
     # died after attachment_create, before saving the record)
-    vid = _volume(volumes)
+    vid = volumes.create_available_volume()
     volume_api.attachment_create(ctx, vid, server)
     made["orphan_attachment"] = (vid, server)
 
     # orphan_bdm: a record whose attachment is not in the volume service;
     # its real attachment is then an orphan too
-    vid = _volume(volumes)
+    vid = volumes.create_available_volume()
     _attach(api, volumes, server, vid)
     bdm = _bdm(vid)[0]
     db_api.bdm_update(bdm["id"], {"attachment_id": str(uuid.uuid4())})
     made["bogus_attachment_id"] = (vid, server)
 
     # orphan_bdm: a record with no attachment (died after reserving the device)
-    vid = _volume(volumes)
+    vid = volumes.create_available_volume()
     objects.BlockDeviceMapping(
         ctx, uuid=str(uuid.uuid4()), instance_uuid=server, volume_id=vid,
         source_type="volume", destination_type="volume",
@@ -98,12 +85,12 @@ def drift(deployment, api, volumes, volume_api, ctx):
     made["record_without_attachment"] = (vid, server)
 
     # stuck_volume: reserved with nothing behind it
-    vid = _volume(volumes)
+    vid = volumes.create_available_volume()
     volume_api.reset_volume_status(ctx, vid, status="reserved")
     made["reserved_for_nothing"] = (vid, None)
 
     # stuck_volume: the attach died after attachment_update (attaching)
-    vid = _volume(volumes)
+    vid = volumes.create_available_volume()
     att = volume_api.attachment_create(ctx, vid, server)
     objects.BlockDeviceMapping(
         ctx, uuid=str(uuid.uuid4()), instance_uuid=server, volume_id=vid,
@@ -115,14 +102,14 @@ def drift(deployment, api, volumes, volume_api, ctx):
 
     # stuck_volume: detaching with no detach running (the API's
     # begin_detaching went through, the cast was lost)
-    vid = _volume(volumes)
+    vid = volumes.create_available_volume()
     _attach(api, volumes, server, vid)
     volume_api.begin_detaching(ctx, vid)
     made["detach_lost"] = (vid, server)
 
     # orphan_attachment of a deleted server
-    doomed = _server(api)
-    vid = _volume(volumes)
+    doomed = api.create_active_server()
+    vid = volumes.create_available_volume()
     volume_api.attachment_create(ctx, vid, doomed)
     status, _, _ = api.delete_server(doomed)
     assert status == 204
@@ -130,7 +117,7 @@ def drift(deployment, api, volumes, volume_api, ctx):
     made["deleted_server"] = (vid, doomed)
 
     # a healthy attachment, to be left alone
-    vid = _volume(volumes)
+    vid = volumes.create_available_volume()
     _attach(api, volumes, server, vid)
     made["healthy"] = (vid, server)
     return made
@@ -219,8 +206,8 @@ def _manage(deployment, tmp_path, *args):
 
 def test_manage_command_dry_run_then_repair(deployment, api, volumes,
                                             volume_api, ctx, tmp_path):
-    server = _server(api)
-    vid = _volume(volumes)
+    server = api.create_active_server()
+    vid = volumes.create_available_volume()
     att = volume_api.attachment_create(ctx, vid, server)
 
     result = _manage(deployment, tmp_path, "--dry-run", "--no-unplug")
@@ -249,8 +236,8 @@ def test_conductor_periodic_pass_repairs_when_leading(deployment, api, volumes,
                                                       volume_api, ctx):
     reconciler = deployment.conductor.reconciler
     assert reconciler._thread is None       # interval 0: no thread
-    server = _server(api)
-    vid = _volume(volumes)
+    server = api.create_active_server()
+    vid = volumes.create_available_volume()
     volume_api.attachment_create(ctx, vid, server)
     reconciler.grace_seconds = 0
     try:

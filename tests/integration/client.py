@@ -10,6 +10,7 @@ Authentication is volattach's noauth token ``<user>:<project>[:<roles>]``.
 """
 import json
 import time
+import uuid
 
 import requests
 
@@ -102,6 +103,14 @@ class ComputeClient(_HTTPClient):
         server.update(fields)
         return self.request("POST", "/servers", {"server": server},
                             microversion=microversion)
+
+    def create_active_server(self, microversion="2.37", **wait):
+        """A new server (a name of its own) once ACTIVE; its id."""
+        code, body, _ = self.create_server(
+            name="s-%s" % uuid.uuid4().hex[:6], microversion=microversion)
+        assert code == 202, body
+        self.wait_for_server_status(body["server"]["id"], "ACTIVE", **wait)
+        return body["server"]["id"]
 
     def show_server(self, server_id, microversion=None):
         return self.request("GET", f"/servers/{server_id}",
@@ -266,6 +275,13 @@ class VolumeClient(_HTTPClient):
             "POST", self._path(f"/volumes/{volume_id}/action"),
             {"os-reset_status": {"migration_status": migration_status}})
         assert code == 202, (code, body)
+
+    def create_available_volume(self, size=1, **wait):
+        """A new volume once available; its id."""
+        code, body, _ = self.create_volume(size=size)
+        assert code == 202, body
+        self.wait_for_volume_status(body["volume"]["id"], "available", **wait)
+        return body["volume"]["id"]
 
     def wait_for_volume_status(self, volume_id, status, timeout=60,
                                interval=0.5):

@@ -78,12 +78,6 @@ def _server(compute):
     return body["server"]["id"]
 
 
-def _volume(volumes):
-    status, body, _ = volumes.create_volume(size=1)
-    assert status == 202, body
-    volumes.wait_for_volume_status(body["volume"]["id"], "available")
-    return body["volume"]["id"]
-
 
 def _status(volumes, volume_id):
     status, body, _ = volumes.show_volume(volume_id)
@@ -130,7 +124,7 @@ def _attachments_of(compute, server_id):
 
 
 def kill_attach_in_reserve(dep, compute, volumes):
-    server, vol = _server(compute), _volume(volumes)
+    server, vol = _server(compute), volumes.create_available_volume()
     status, body, _ = compute.attach_volume(server, vol, microversion="2.101")
     assert status == 202, body
     time.sleep(1)                       # the compute sleeps in the reserve
@@ -141,7 +135,7 @@ def kill_attach_in_reserve(dep, compute, volumes):
 
 
 def kill_attach_in_attach(dep, compute, volumes):
-    server, vol = _server(compute), _volume(volumes)
+    server, vol = _server(compute), volumes.create_available_volume()
     status, body, _ = compute.attach_volume(server, vol, microversion="2.101")
     assert status == 202, body
     _wait_status(volumes, vol, ("attaching",), timeout=LATENCY * 3)
@@ -151,7 +145,7 @@ def kill_attach_in_attach(dep, compute, volumes):
 
 
 def kill_detach(dep, compute, volumes):
-    server, vol = _server(compute), _volume(volumes)
+    server, vol = _server(compute), volumes.create_available_volume()
     _attach(compute, volumes, server, vol)
     status, body, _ = compute.detach_volume(server, vol)
     assert status == 202, body
@@ -162,7 +156,8 @@ def kill_detach(dep, compute, volumes):
 
 
 def kill_swap(dep, compute, volumes):
-    server, old, new = _server(compute), _volume(volumes), _volume(volumes)
+    server = _server(compute)
+    old, new = (volumes.create_available_volume() for _ in range(2))
     _attach(compute, volumes, server, old)
     volumes.begin_migration(old)        # swaps happen only in a migration
     host = _server_host(compute, server)

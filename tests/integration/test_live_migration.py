@@ -87,12 +87,6 @@ def _server_on(compute, host):
     return server_id
 
 
-def _volume(volumes):
-    status, body, _ = volumes.create_volume(size=1)
-    assert status == 202, body
-    volumes.wait_for_volume_status(body["volume"]["id"], "available", timeout=WAIT)
-    return body["volume"]["id"]
-
 
 def _all_rows(volumes, volume_id):
     status, body, _ = volumes.request(
@@ -103,7 +97,7 @@ def _all_rows(volumes, volume_id):
 
 def _setup(compute, volumes):
     server = _server_on(compute, "compute1")
-    vols = [_volume(volumes), _volume(volumes)]
+    vols = [volumes.create_available_volume(timeout=WAIT) for _ in range(2)]
     for volume_id, mode in zip(vols, (None, "ro")):
         fields = {"attach_mode": mode} if mode else {}
         status, body, _ = compute.attach_volume(server, volume_id,
