@@ -187,6 +187,19 @@ def volumes(deployment):
     return clients.VolumeClient(deployment.volume_url)
 
 
+def _command_output(text, echo):
+    """What a command printed, from the console ``text`` that follows its
+    sending: without the shell's echo of the command line (which ends in
+    ``echo``), or, when the terminal folded that line, without the first
+    line that is not blank."""
+    at = text.find(echo)
+    if at >= 0:
+        end = text.find("\n", at)
+        return text[end + 1:] if end >= 0 else ""
+    rest = text.lstrip("\r\n")
+    return rest.split("\n", 1)[1] if "\n" in rest else ""
+
+
 class Guest:
     """A booted test guest, driven through its serial console."""
 
@@ -225,11 +238,11 @@ class Guest:
         with socket.socket(socket.AF_UNIX) as s:
             s.connect(self.sock)
             s.sendall(("%s; echo VA-END-%d-$?\n" % (command, n)).encode())
-            m = self.wait_for(r"VA-END-%d-(\d+)" % n, start, timeout)
-        out = self.text()[start:m.start()]
-        # drop the echo of the command line
-        out = out.split("\n", 1)[1] if "\n" in out else ""
-        return int(m.group(1)), out
+            # up to the end of the marker's line, so that the next command's
+            # output does not start with this one's line end
+            m = self.wait_for(r"VA-END-%d-(\d+)\r?\n" % n, start, timeout)
+        return int(m.group(1)), _command_output(self.text()[start:m.start()],
+                                                "echo VA-END-%d-$?" % n)
 
     def disks(self):
         """The last VA-DISKS line: {serial prefix: (dev, bytes, ro)}."""
