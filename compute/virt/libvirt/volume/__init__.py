@@ -1,11 +1,12 @@
 """Volume drivers of the libvirt driver, one module per
 ``driver_volume_type`` (as Nova's ``nova/virt/libvirt/volume/``):
-``nbd`` (the file backend's exports) and ``rbd`` (Ceph).  Each turns a
-connection_info into the ``<disk>`` QEMU opens itself (``base``) and
-prepares the host on connect.  An unknown type is a VirtDriverError that
-names it (the attach fails and rolls back; its instance action event says
-why)."""
+``nbd`` (the file backend's exports), ``rbd`` (Ceph) and ``iscsi``
+(QEMU's libiscsi).  Each turns a connection_info into the ``<disk>``
+QEMU opens itself (``base``) and prepares the host on connect.  An
+unknown type is a VirtDriverError that names it (the attach fails and
+rolls back; its instance action event says why)."""
 from volattach.compute.virt.libvirt.volume import base
+from volattach.compute.virt.libvirt.volume import iscsi
 from volattach.compute.virt.libvirt.volume import nbd
 from volattach.compute.virt.libvirt.volume import rbd
 from volattach import exception
@@ -15,10 +16,12 @@ disk_alias = base.disk_alias
 VolumeDriver = base.VolumeDriver
 NBDVolumeDriver = nbd.NBDVolumeDriver
 RBDVolumeDriver = rbd.RBDVolumeDriver
+ISCSIVolumeDriver = iscsi.ISCSIVolumeDriver
 
 VOLUME_DRIVERS = {
     "nbd": NBDVolumeDriver,
     "rbd": RBDVolumeDriver,
+    "iscsi": ISCSIVolumeDriver,
 }
 
 
