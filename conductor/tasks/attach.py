@@ -87,7 +87,8 @@ class AttachVolumeTask(base.TaskBase):
         # missing attachment_id.
         bdm.attachment_id = attachment_id
         bdm.attach_mode = self.attach_mode
-        bdm.set_connection_info(attachment["connection_info"])
+        bdm.set_connection_info(
+            self._connection_info(self.volume_id, attachment))
         base.retry_transient(bdm.save)
         # A delete that read the server's records before this one existed
         # cannot release it: give the volume back here.

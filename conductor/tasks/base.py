@@ -217,6 +217,21 @@ class TaskBase:
         return self.connectors.get(self.context, host, device_name,
                                    attach_mode)
 
+    def _connection_info(self, volume_id, attachment):
+        """The connection_info of ``attachment`` (an attachment_update's
+        or attachment_get's answer) as the compute gets it: with
+        ``multiattach`` True when the volume is multiattach, as Nova's
+        compute sets it from the volume before connecting (Cinder's
+        drivers do not put it in the connection; the libvirt driver
+        writes ``<shareable/>`` for it).  The compute makes no volume
+        service call, so every place that hands it a connection takes it
+        from here."""
+        info = dict(attachment.get("connection_info") or {})
+        info.pop("multiattach", None)
+        if self.volume_api.get(self.context, volume_id).get("multiattach"):
+            info["multiattach"] = True
+        return info
+
     def _connect_volumes(self, host, bdms):
         """attachment_update of every reserved volume BDM with ``host``'s
         connector (build and unshelve); saves the connection_info, only
@@ -232,7 +247,8 @@ class TaskBase:
                     self.context, attachment_id,
                     self._connector(host, bdm.device_name, bdm.attach_mode),
                     mountpoint=bdm.device_name)
-                bdm.set_connection_info(attachment["connection_info"])
+                bdm.set_connection_info(
+                    self._connection_info(bdm.volume_id, attachment))
                 if not retry_transient(bdm.save_if_attachment, attachment_id):
                     raise exception.InstanceInvalidState(
                         method="connect the volumes of",

@@ -150,7 +150,8 @@ class LiveMigrationTask(base.TaskBase):
             mountpoint=bdm.device_name)
         new = bdm.obj_clone()
         new.attachment_id = attachment["id"]
-        new.set_connection_info(attachment["connection_info"])
+        new.set_connection_info(
+            self._connection_info(bdm.volume_id, attachment))
         new.obj_reset_changes()
         return new
 

@@ -55,7 +55,9 @@ class SwapVolumeTask(base.TaskBase):
                 self._connector(self.instance.host, bdm.device_name,
                                 bdm.attach_mode),
                 mountpoint=bdm.device_name)
-            new_connection_info = attachment["connection_info"]
+            # the NEW volume's multiattach flag (<shareable/> or not)
+            new_connection_info = self._connection_info(self.new_volume_id,
+                                                         attachment)
             self.compute_rpcapi.swap_volume(self.context, self.instance, bdm,
                                             new_connection_info)
         self.volume_api.attachment_complete(self.context,

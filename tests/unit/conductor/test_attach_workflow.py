@@ -49,6 +49,7 @@ def workflow():
     compute.sends_mappings_with_reserve.return_value = False   # a 1.3 compute
     volume = mock.Mock()
     volume.attachment_create.return_value = {"id": "att-1"}
+    volume.get.return_value = {"id": "vol-1", "multiattach": False}
     volume.attachment_update.return_value = {"id": "att-1",
                                              "connection_info": {"driver_volume_type": "fake"}}
     with mock.patch.object(manager, "compute_rpcapi"), \
