@@ -258,11 +258,13 @@ volume_opts = [
                choices=["noauth", "keystone"],
                help="How callers of the volume service are authenticated "
                     "(volattach-all's embedded default is noauth)."),
-    cfg.StrOpt("backend", default="fake", choices=["fake", "file", "rbd"],
+    cfg.StrOpt("backend", default="fake",
+               choices=["fake", "file", "rbd", "iscsi"],
                help="Storage driver: 'fake' (no storage) or 'file' (sparse "
                     "raw files exported over NBD by qemu-storage-daemon; "
                     "needs volattach[libvirt] and QEMU) or 'rbd' (images "
-                    "in a Ceph pool: [rbd])."),
+                    "in a Ceph pool: [rbd]) or 'iscsi' (the file "
+                    "backend's files as tgt targets: [iscsi])."),
     cfg.ListOpt("images",
                 default=["155d900f-4e14-4e4c-a73d-069cbf4541e6",
                          "2c8d8b3e-3b1b-4e5f-9b4f-5bd1c0de0a11"],
@@ -426,10 +428,22 @@ rbd_opts = [
                help="rbd backend: seconds to wait for the cluster."),
 ]
 
+# [iscsi]: the iscsi backend (volume/backends/tgt.py), Cinder's names
+iscsi_opts = [
+    cfg.HostAddressOpt("target_ip_address", default="127.0.0.1",
+                       help="iscsi backend: the address of tgtd's portal "
+                            "computes connect to."),
+    cfg.PortOpt("target_port", default=3260,
+                help="iscsi backend: the port of tgtd's portal."),
+    cfg.StrOpt("target_prefix", default="iqn.2010-10.org.openstack:",
+               help="iscsi backend: the prefix of the targets' IQNs."),
+]
+
 # The keys of a backend's own section ([volume] enabled_backends), beside
 # the options of its kind (registered on the section when it is loaded).
 backend_section_opts = [
-    cfg.StrOpt("volume_backend", choices=["fake", "file", "rbd"],
+    cfg.StrOpt("volume_backend",
+               choices=["fake", "file", "rbd", "iscsi"],
                help="Storage driver of this backend section."),
     cfg.StrOpt("volume_backend_name",
                help="Name volume types choose this backend by (their "
@@ -485,6 +499,7 @@ _GROUPS = [
     ("volume", volume_opts),
     ("libvirt", libvirt_opts),
     ("rbd", rbd_opts),
+    ("iscsi", iscsi_opts),
     ("all", all_opts),
     ("wsgi", wsgi_opts),
 ]

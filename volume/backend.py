@@ -123,6 +123,14 @@ def load_backend(conf, service_host):
             secret_uuid=conf.rbd.rbd_secret_uuid,
             readonly_user=conf.rbd.rbd_readonly_user,
             connect_timeout=conf.rbd.rados_connect_timeout)
+    if conf.volume.backend == "iscsi":
+        from volattach.volume.backends import tgt
+        return tgt.ISCSIBackend(
+            name=conf.volume.backend_name, service_host=service_host,
+            volumes_dir=conf.volume.volumes_dir,
+            portal_host=conf.iscsi.target_ip_address,
+            portal_port=conf.iscsi.target_port,
+            target_prefix=conf.iscsi.target_prefix)
     if conf.volume.backend == "file":
         from volattach.volume.backends import file as file_backend
         return file_backend.FileBackend(
@@ -167,7 +175,7 @@ def backend_section_opts(conf):
     by_name = {o.name: o for o in conf_mod.volume_opts}
     return (list(conf_mod.backend_section_opts)
             + [by_name[n] for n in FILE_SECTION_OPTS + FAKE_SECTION_OPTS]
-            + list(conf_mod.rbd_opts))
+            + list(conf_mod.rbd_opts) + list(conf_mod.iscsi_opts))
 
 
 def _make(kind, section, name, service_host, conf):
@@ -182,6 +190,13 @@ def _make(kind, section, name, service_host, conf):
             secret_uuid=sconf.rbd_secret_uuid,
             readonly_user=sconf.rbd_readonly_user,
             connect_timeout=sconf.rados_connect_timeout)
+    if kind == "iscsi":
+        from volattach.volume.backends import tgt
+        return tgt.ISCSIBackend(
+            name=name, service_host=service_host,
+            volumes_dir=sconf.volumes_dir,
+            portal_host=sconf.target_ip_address,
+            portal_port=sconf.target_port, target_prefix=sconf.target_prefix)
     if kind == "file":
         from volattach.volume.backends import file as file_backend
         from volattach.wsgi import insecure
@@ -234,7 +249,7 @@ def load_backends(conf, service_host):
                 reason="[%s] volume_backend: %s" % (section, e))
         if kind is None:
             raise BackendConfigError(
-                reason="[%s] has no volume_backend (fake, file or rbd)"
+                reason="[%s] has no volume_backend (fake, file, rbd or iscsi)"
                 % section)
         name = conf[section].volume_backend_name or section
         if name in seen:
