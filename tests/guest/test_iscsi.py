@@ -1,0 +1,252 @@
+"""Real guests on iSCSI volumes: volattach-all with the libvirt driver and
+the volume service's ``iscsi`` backend, whose tgt targets (tgtd of
+tools/start-tgt.sh) hand out the connection Cinder's LVM driver gives;
+QEMU's own libiscsi logs in with CHAP from a libvirt secret of usage
+type iscsi that the compute defined, no iscsiadm.
+
+A multiattach volume is attached read-write to guest A and read-only to
+guest B: A writes and reads back, B reads A's data and cannot write (QEMU's
+flag, and under it a read-only LUN that the target enforces).  After the
+detaches tgtd has no target (so no session) of the volume left.  An attach
+whose CHAP does not match the target's fails cleanly: the volume is
+available again, with no attachment and no target.
+
+Needs what the guest tier needs and tgtd (tools/start-tgt.sh): without it
+the tests skip, except under CI (``CI=true``), where they fail."""
+import shutil
+import subprocess
+import time
+import uuid
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.guest import conftest as guest_env
+from tests.guest import test_rbd as rbd_tests
+from tests.integration import client as clients
+from volattach.compute.virt.libvirt import driver as libvirt_driver
+from volattach.compute.virt.libvirt.volume import iscsi as iscsi_driver
+from volattach.volume.backends import tgt
+
+PATTERN = "volattach-iscsi-%s" % uuid.uuid4().hex[:8]
+OFFSET = 2048        # sectors: away from what a partition scan reads
+PREFIX = "iqn.2010-10.org.volattach-guest-%s:" % uuid.uuid4().hex[:6]
+
+
+def tgt_unavailable():
+    if shutil.which("tgtadm") is None:
+        return "tgt is not installed (tools/start-tgt.sh)"
+    try:
+        tgt.targets()
+    except tgt.TargetError as e:
+        return "tgtd does not answer (tools/start-tgt.sh): %s" % e
+    if not libvirt_driver.iscsi_initiator():
+        return "no %s (tools/start-tgt.sh)" % libvirt_driver.INITIATOR_FILE
+    return None
+
+
+class ISCSIDeployment(guest_env.Deployment):
+    """The guest tier's volattach-all, its volume service on the iscsi
+    backend (tgtd's portal on loopback)."""
+
+    def __init__(self, tmp, image_dir):
+        super().__init__(tmp, image_dir)
+        with open(self.conf) as f:
+            text = f.read()
+        assert "backend = file\nbackend_name = file\n" in text
+        text = text.replace("backend = file\nbackend_name = file\n",
+                            "backend = iscsi\nbackend_name = lvm\n")
+        text += "[iscsi]\ntarget_prefix = %s\n" % PREFIX
+        with open(self.conf, "w") as f:
+            f.write(text)
+
+
+@pytest.fixture(scope="module")
+def iscsi_deployment(image_id, tmp_path_factory):
+    reason = tgt_unavailable()
+    if reason:
+        guest_env._unavailable(reason)
+    image_dir, _ = image_id
+    d = ISCSIDeployment(str(tmp_path_factory.mktemp("g-iscsi")),
+                        image_dir)
+    d.start()
+    d.created = []
+    yield d
+    api = clients.ComputeClient(d.api_url)
+    volumes = clients.VolumeClient(d.volume_url)
+    for server in (api.list_servers()[1] or {}).get("servers", []):
+        api.delete_server(server["id"])
+        api.wait_for_server_deleted(server["id"], timeout=guest_env.WAIT)
+    for volume_id in d.created:
+        volumes.delete_volume(volume_id)
+        volumes.wait_for_volume_deleted(volume_id)
+    d.stop()
+    for name, tid in tgt.targets().items():
+        if name.startswith(PREFIX):
+            tgt.tgtadm("--mode", "target", "--op", "delete", "--force",
+                       "--tid", str(tid), check=False)
+
+
+@pytest.fixture(scope="module")
+def iscsi_api(iscsi_deployment):
+    return clients.ComputeClient(iscsi_deployment.api_url,
+                                 microversion="2.105")
+
+
+@pytest.fixture(scope="module")
+def iscsi_volumes(iscsi_deployment):
+    return clients.VolumeClient(iscsi_deployment.volume_url)
+
+
+@pytest.fixture(scope="module")
+def iscsi_guests(iscsi_api, iscsi_deployment, image_id):
+    _, image = image_id
+    return tuple(guest_env.boot(iscsi_api, iscsi_deployment, image,
+                                ["iscsi-a", "iscsi-b"]))
+
+
+def _tgt_show():
+    return tgt.tgtadm("--mode", "target", "--op", "show")
+
+
+def _target_block(name):
+    """tgtadm's show of target ``name`` (None when tgtd has none)."""
+    out = _tgt_show()
+    start = out.find(": %s\n" % name)
+    if start < 0:
+        return None
+    end = out.find("\nTarget ", start)
+    return out[start:] if end < 0 else out[start:end]
+
+
+def _sessions(name):
+    block = _target_block(name) or ""
+    nexus = block.split("I_T nexus information:", 1)[-1].split(
+        "LUN information:", 1)[0]
+    return nexus.count("I_T nexus:")
+
+
+def _check_disk(disk, volume_id, mode):
+    """The live <disk>: QEMU's libiscsi on the volume's target, CHAP by the
+    compute's iscsi secret (defined in libvirt), the compute's initiator."""
+    iqn = tgt.target_name(PREFIX, volume_id, mode)
+    source = disk.find("source")
+    assert (disk.get("type"), source.get("protocol"), source.get("name")) \
+        == ("network", "iscsi", iqn + "/1")
+    assert [(h.get("name"), h.get("port")) for h in source.findall("host")] \
+        == [("127.0.0.1", "3260")]
+    user = tgt.chap_user(volume_id, mode)
+    auth = source.find("auth")
+    assert auth is not None and auth.get("username") == user
+    secret = auth.find("secret")
+    assert secret.get("type") == "iscsi"
+    usage = iscsi_driver.usage_name(user, iqn)
+    assert secret.get("usage") == usage
+    assert usage in rbd_tests._virsh("secret-list")
+    assert source.find("initiator/iqn").get("name") == \
+        libvirt_driver.iscsi_initiator()
+    assert (disk.find("readonly") is not None) == (mode == "ro")
+    return iqn
+
+
+def test_multiattach_rw_and_target_held_ro(iscsi_api, iscsi_volumes,
+                                           iscsi_guests, iscsi_deployment):
+    a, b = iscsi_guests
+    code, body, _ = iscsi_volumes.create_volume_type(
+        "iscsi-multiattach-%s" % uuid.uuid4().hex[:6],
+        {"multiattach": "<is> True"})
+    assert code == 200, (code, body)
+    volume_id = rbd_tests._volume(iscsi_volumes, iscsi_deployment,
+                                  volume_type=body["volume_type"]["name"])
+
+    dev_a, size_a, ro_a = rbd_tests._attach(iscsi_api, iscsi_volumes, a,
+                                            volume_id, "rw")
+    assert (size_a, ro_a) == (1024 ** 3, "0")
+    rw_iqn = _check_disk(rbd_tests._live_disk(a, volume_id), volume_id,
+                         "rw")
+    assert _sessions(rw_iqn) == 1
+    status, out = a.run(
+        "echo %s | dd of=/dev/%s bs=512 seek=%d count=1 conv=sync && sync"
+        % (PATTERN, dev_a, OFFSET))
+    assert status == 0, out
+    status, out = a.run(
+        "blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d count=1 "
+        "2>/dev/null | head -c %d" % (dev_a, dev_a, OFFSET, len(PATTERN)))
+    assert status == 0 and PATTERN in out, out
+
+    dev_b, size_b, ro_b = rbd_tests._attach(iscsi_api, iscsi_volumes, b,
+                                            volume_id, "ro")
+    assert (size_b, ro_b) == (1024 ** 3, "1")
+    ro_iqn = _check_disk(rbd_tests._live_disk(b, volume_id), volume_id,
+                         "ro")
+    # the read-only target's LUN is tgt's readonly: the target refuses
+    # writes, not only QEMU's flag
+    lun1 = _target_block(ro_iqn).split("LUN: 1", 1)[1]
+    assert "Readonly: Yes" in lun1.split("LUN:", 1)[0]
+    assert _sessions(ro_iqn) == 1
+    status, out = b.run(
+        "blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d count=1 "
+        "2>/dev/null | head -c %d" % (dev_b, dev_b, OFFSET, len(PATTERN)))
+    assert status == 0 and PATTERN in out, out
+    status, out = b.run("echo x | dd of=/dev/%s bs=512 seek=%d count=1 "
+                        "conv=sync" % (dev_b, OFFSET))
+    assert status != 0 and "Operation not permitted" in out, out
+
+    rbd_tests._detach(iscsi_api, a, volume_id)
+    iscsi_volumes.wait_for_volume_status(volume_id, "in-use")
+    assert _target_block(rw_iqn) is None
+    assert _sessions(ro_iqn) == 1
+    rbd_tests._detach(iscsi_api, b, volume_id)
+    iscsi_volumes.wait_for_volume_status(volume_id, "available")
+    # no target of the volume left, so no session either
+    assert volume_id not in _tgt_show()
+    accounts = tgt.tgtadm("--mode", "account", "--op", "show")
+    assert tgt.chap_user(volume_id, "rw") not in accounts
+    assert tgt.chap_user(volume_id, "ro") not in accounts
+
+    # the data is in the volume's file
+    path = "%s/volumes/volume-%s" % (iscsi_deployment.state, volume_id)
+    with open(path, "rb") as f:
+        f.seek(OFFSET * 512)
+        assert f.read(len(PATTERN)) == PATTERN.encode()
+
+
+def test_wrong_chap_fails_the_attach_cleanly(iscsi_api, iscsi_volumes,
+                                             iscsi_guests, iscsi_deployment):
+    """tgtd already has the target's CHAP account with another password
+    (the backend cannot read it back and keeps it): QEMU's login fails,
+    the attach rolls back, the volume is available with no attachment
+    and no target; the account goes with the rollback, and the next
+    attach of the volume works."""
+    a, _ = iscsi_guests
+    volume_id = rbd_tests._volume(iscsi_volumes, iscsi_deployment)
+    user = tgt.chap_user(volume_id, "rw")
+    tgt.tgtadm("--mode", "account", "--op", "new", "--user", user,
+               "--password", "not-the-password")
+    code, body, headers = iscsi_api.attach_volume(a.id, volume_id)
+    assert code == 202, (code, body)
+    events = rbd_tests._action_events(iscsi_api, a.id,
+                                      headers["x-openstack-request-id"])
+    failed = [e for e in events if e.get("result") == "Error"]
+    assert failed, events
+    iscsi_volumes.wait_for_volume_status(volume_id, "available")
+    iscsi_api.wait_for_volume_attachment_gone(a.id, volume_id)
+    assert volume_id[:20] not in a.disks()
+    code, body, _ = iscsi_volumes.list_attachments(volume_id=volume_id,
+                                                   microversion="3.27")
+    assert code == 200 and body["attachments"] == [], body
+    assert volume_id not in _tgt_show()
+    assert user not in tgt.tgtadm("--mode", "account", "--op", "show")
+    root = ET.fromstring(rbd_tests._virsh("dumpxml",
+                                          "volattach-%s" % a.id))
+    assert all(d.findtext("serial") != volume_id
+               for d in root.findall("./devices/disk"))
+
+    # with the stale account gone, the volume attaches
+    rbd_tests._attach(iscsi_api, iscsi_volumes, a, volume_id, "rw")
+    rbd_tests._detach(iscsi_api, a, volume_id)
+    iscsi_volumes.wait_for_volume_status(volume_id, "available")
+    deadline = time.monotonic() + 10
+    while volume_id in _tgt_show():
+        assert time.monotonic() < deadline, _tgt_show()
+        time.sleep(0.2)
