@@ -37,16 +37,22 @@ def backend(tmp_path):
     prefix = "iqn.2010-10.org.volattach-test-%s:" % uuid.uuid4().hex[:6]
     b = tgt.ISCSIBackend("iscsi", "host1", str(tmp_path / "volumes"),
                          "127.0.0.1", 3260, target_prefix=prefix)
+    b.created = []
     yield b
     for name, tid in tgt.targets().items():
         if name.startswith(prefix):
             tgt.tgtadm("--mode", "target", "--op", "delete", "--force",
                        "--tid", str(tid), check=False)
+    for volume_id in b.created:
+        for mode in ("rw", "ro"):
+            tgt.tgtadm("--mode", "account", "--op", "delete", "--user",
+                       tgt.chap_user(volume_id, mode), check=False)
 
 
 def _volume(b):
     vol = {"id": str(uuid.uuid4()), "size": 1}
     b.create_volume(vol)
+    b.created.append(vol["id"])
     return vol
 
 
