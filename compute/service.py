@@ -1,6 +1,8 @@
 """The compute daemon's service: the compute manager's RPC server, with
 registration and heartbeats through the conductor (a compute never touches
-the database), and the host's connection counts rebuilt before it serves."""
+the database), and the host's connection counts rebuilt before it serves.
+Its row carries the host's volume connector and the images its driver can
+boot (refreshed on every state report)."""
 from volattach.compute import manager as compute_manager
 from volattach.compute import rpcapi as compute_rpcapi
 from volattach.compute import virt
@@ -28,6 +30,7 @@ class ComputeService(service.Service):
             binary=compute_rpcapi.BINARY, host=host, topic=compute_rpcapi.TOPIC,
             endpoints=[self.manager], rpc_version=compute_rpcapi.ComputeAPI.VERSION,
             connector=self.driver.get_volume_connector(),
+            list_images=self.driver.list_images,
             indirection_api=indirection_api if in_process_with_conductor else None)
         self.host_initialized = False
 

@@ -41,6 +41,9 @@ class Service(TimestampMixin, Base):
     version: Mapped[int] = mapped_column(Integer, default=0)
     rpc_version: Mapped[str | None] = mapped_column(String(16))
     connector: Mapped[str | None] = mapped_column(Text)
+    # JSON list of the image ids a compute's driver can boot (NULL: none
+    # reported: another binary, or a compute before service version 11)
+    images: Mapped[str | None] = mapped_column(Text)
     last_seen_up: Mapped[datetime.datetime | None] = mapped_column(DateTime)
 
 

@@ -10,12 +10,13 @@ new history entry.
 """
 import json
 
+from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from volattach.objects import base
 from volattach import exception
 
-SERVICE_VERSION = 10
+SERVICE_VERSION = 11
 
 SERVICE_VERSION_HISTORY = (
     # Version 0: no service version reported (never sent by volattach)
@@ -52,6 +53,11 @@ SERVICE_VERSION_HISTORY = (
     # Version 10: compute RPC 1.9 (reserve_block_device_name creates the
     # record under the conductor's bdm_uuid)
     {"compute_rpc": "1.9"},
+    # Version 11: a compute reports the images its driver can boot in its
+    # row (Service 1.1 ``images``) when it registers and on its periodic
+    # state report; the API checks an imageRef against them
+    # (api/compute/images.py).  Same compute RPC.
+    {"compute_rpc": "1.9"},
 )
 
 # The first service version whose computes suspend, resume and reboot.
@@ -63,6 +69,8 @@ REBUILD_SERVICE_VERSION = 8
 READ_ONLY_ATTACH_SERVICE_VERSION = 3
 # The first service version whose computes can live-migrate.
 LIVE_MIGRATION_SERVICE_VERSION = 4
+# The first service version whose computes report the images they can boot.
+IMAGES_REPORT_SERVICE_VERSION = 11
 
 
 def compute_rpc_for_service_version(version):
@@ -75,7 +83,8 @@ def compute_rpc_for_service_version(version):
 @base.VolattachObjectRegistry.register
 class Service(base.VolattachPersistentObject, base.VolattachObject):
     # Version 1.0: Initial version
-    VERSION = "1.0"
+    # Version 1.1: images (the image ids a compute's driver can boot)
+    VERSION = "1.1"
 
     fields = dict(base.VolattachPersistentObject.fields, **{
         "id": fields.IntegerField(),
@@ -90,21 +99,40 @@ class Service(base.VolattachPersistentObject, base.VolattachObject):
         "version": fields.IntegerField(),
         "rpc_version": fields.StringField(nullable=True),
         "connector": base.JSONField(nullable=True),
+        "images": fields.ListOfStringsField(nullable=True),
         "last_seen_up": fields.DateTimeField(nullable=True),
     })
 
+    # the JSON text columns
+    _JSON_COLUMNS = ("connector", "images")
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop("images", None)
+
+    @property
+    def reports_images(self):
+        """Whether this compute reports the images it can boot: a compute
+        of service version IMAGES_REPORT_SERVICE_VERSION or later that
+        wrote its list (``images`` is then the whole truth about it)."""
+        return (self.obj_attr_is_set("images") and self.images is not None
+                and (self.version or 0) >= IMAGES_REPORT_SERVICE_VERSION)
+
     @classmethod
     def _from_row(cls, context, row):
-        obj = base.fill(cls(context), row, skip=("connector",))
-        obj.connector = json.loads(row["connector"]) if row.get("connector") else None
+        obj = base.fill(cls(context), row, skip=cls._JSON_COLUMNS)
+        for name in cls._JSON_COLUMNS:
+            setattr(obj, name, json.loads(row[name]) if row.get(name) else None)
         obj.obj_reset_changes()
         return obj
 
     def _values(self, names):
         values = {n: getattr(self, n) for n in names}
-        if "connector" in values:
-            values["connector"] = (json.dumps(values["connector"])
-                                   if values["connector"] is not None else None)
+        for name in self._JSON_COLUMNS:
+            if name in values:
+                values[name] = (json.dumps(values[name])
+                                if values[name] is not None else None)
         return values
 
     @classmethod
@@ -164,7 +192,8 @@ class Service(base.VolattachPersistentObject, base.VolattachObject):
 @base.VolattachObjectRegistry.register
 class ServiceList(base.ObjectListBase, base.VolattachObject):
     # Version 1.0: Initial version
-    VERSION = "1.0"
+    # Version 1.1: Service 1.1
+    VERSION = "1.1"
 
     fields = {"objects": fields.ListOfObjectsField("Service")}
 

@@ -2,9 +2,11 @@
 
 ``Service`` is used by the conductor and compute daemons and, several at a
 time, by volattach-all.  Registration writes the integer SERVICE_VERSION and
-the RPC version (and, for a compute, its host connector) into the service's
-row; the heartbeat thread bumps ``last_seen_up`` every ``report_interval``.
-A compute does all of this through the conductor (``indirection_api``).
+the RPC version (and, for a compute, its host connector and the images its
+driver can boot) into the service's row; the heartbeat thread bumps
+``last_seen_up`` every ``report_interval`` and, when they changed (an
+image put in the directory later), writes the images again.  A compute does
+all of this through the conductor (``indirection_api``).
 """
 import contextlib
 import logging
@@ -53,13 +55,16 @@ class _IndirectionEndpoint:
 class Service:
 
     def __init__(self, binary, host, topic, endpoints, rpc_version,
-                 connector=None, indirection_api=None, server_name=None):
+                 connector=None, indirection_api=None, server_name=None,
+                 list_images=None):
         self.binary = binary
         self.host = host
         self.topic = topic
         self.endpoints = endpoints
         self.rpc_version = rpc_version
         self.connector = connector
+        # a compute: its driver's list_images (the row's ``images``)
+        self.list_images = list_images
         self.indirection_api = indirection_api
         self.server_name = server_name or host
         self.servers = []
@@ -86,6 +91,7 @@ class Service:
                                          version=service_obj.SERVICE_VERSION,
                                          rpc_version=self.rpc_version,
                                          connector=self.connector,
+                                         images=self._images(),
                                          last_seen_up=None)
                 try:
                     record.create()
@@ -100,10 +106,38 @@ class Service:
             record.rpc_version = self.rpc_version
             record.topic = self.topic
             record.connector = self.connector
+            if self.list_images is not None:
+                record.images = self._images()
             record.save()
             record.heartbeat()
         self.record = record
         return record
+
+    def _images(self):
+        """What the driver lists now, or None when it cannot tell (the API
+        then accepts any imageRef for this host: the build decides)."""
+        if self.list_images is None:
+            return None
+        try:
+            return self.list_images()
+        except Exception as error:
+            LOG.warning("%s on %s could not list its images: %s", self.binary,
+                        self.host, error)
+            return None
+
+    def report_images(self):
+        """Write the images again when the driver lists others than the
+        row holds (one listdir; a save only on a change)."""
+        if self.list_images is None or self.record is None:
+            return
+        images = self._images()
+        if images is None or images == self.record.images:
+            return
+        with self._scope():
+            self.record.images = images
+            self.record.save()
+        LOG.info("%s on %s reports %d image(s)", self.binary, self.host,
+                 len(images))
 
     def start(self, tolerate_registration_failure=False):
         """Register, serve RPC, heartbeat.  With ``tolerate_registration_failure``
@@ -146,6 +180,11 @@ class Service:
                     self.record.heartbeat()
             except Exception as error:  # keep beating: the DB or broker may come back
                 LOG.warning("heartbeat of %s failed: %s", self.binary, error)
+                continue
+            try:
+                self.report_images()
+            except Exception as error:
+                LOG.warning("%s could not report its images: %s", self.binary, error)
 
     def stop(self):
         self._stop.set()

@@ -4,6 +4,7 @@ compute being up, read-only support) and the two services the facade talks
 to, the volume service and the conductor's task API."""
 import uuid as uuidlib
 
+from volattach.api.compute import images
 from volattach import objects
 from volattach.conductor import api as conductor_api
 from volattach.objects import instance as instance_obj
@@ -86,6 +87,8 @@ class FacadeBase:
         self.compute_task_api = compute_task_api or conductor_api.ComputeTaskAPI()
         # computes seen up a moment ago (volattach.servicegroup.UpCache)
         self._computes_up = servicegroup.UpCache()
+        # the images the up computes reported a moment ago
+        self._images = images.ReportedImages()
 
     # -- checks -------------------------------------------------------------------------
     @staticmethod
@@ -99,22 +102,12 @@ class FacadeBase:
         the workflow ``method`` yet."""
         self.compute_task_api.rpcapi.check_can_send(method)
 
-    @staticmethod
-    def _check_image(image_ref):
-        """There is no image service: an image is a directory of [libvirt]
-        image_dir with the libvirt driver, one of [compute] fake_images with
-        the fake one (400 otherwise, as Nova answers)."""
-        from volattach.conf import CONF
-        if not image_ref:
-            return
-        if CONF.compute.virt_driver == "libvirt":
-            from volattach.compute.virt.libvirt import images
-            known = images.image_path(image_ref) is not None
-        else:
-            known = image_ref in CONF.compute.fake_images
-        if not known:
-            raise exception.InvalidInput(
-                message="Image %s could not be found." % image_ref)
+    def _check_image(self, image_ref, context=None):
+        """There is no image service: an imageRef must be an image that an
+        up compute reports it can boot (``api/compute/images.py``: 400
+        "Image X could not be found." otherwise, as Nova answers; accepted
+        while an up compute reports no list, an older one)."""
+        self._images.check(context, image_ref)
 
     @staticmethod
     def _check_state(instance, method, vm_states, task_states=(None,)):

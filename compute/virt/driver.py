@@ -20,6 +20,14 @@ class ComputeDriver(abc.ABC):
     def get_volume_connector(self):
         """The host connector (os-brick's get_connector_properties shape)."""
 
+    def list_images(self):
+        """The ids of the images this host can boot (sorted), or None when
+        the driver cannot tell.  The compute reports them in its services
+        row when it registers and on every state report; the compute API
+        refuses an imageRef no up compute reports (400), and accepts any
+        while an up compute reports None."""
+        return None
+
     @abc.abstractmethod
     def get_device_name_for_instance(self, instance, used_device_names, requested):
         """Pick (or check) the guest device name of a new volume."""

@@ -75,6 +75,10 @@ class FakeDriver(driver.ComputeDriver):
             "do_local_attach": False,
         }
 
+    def list_images(self):
+        """``[compute] fake_images``: the images a fake guest boots from."""
+        return sorted(CONF.compute.fake_images)
+
     def get_device_name_for_instance(self, instance, used_device_names, requested):
         self._step("reserve")
         prefix = "/dev/" + CONF.fake_driver.device_prefix

@@ -39,8 +39,8 @@ EXPECTED_OBJECT_HASHES = {
     "LiveMigrateData": "1.0-fe60c542d38b87725584193f12cdcb36",
     "Migration": "1.0-f6968e9d2a256d90e52ada2a4588fc3f",
     "MigrationList": "1.0-dadbbab2ec78be0ba64d2cb5d2d00fa4",
-    "Service": "1.0-e25d1258522bf55195134824561b1ffc",
-    "ServiceList": "1.0-f6621975c20e5805eb2b67dec3679efc",
+    "Service": "1.1-797d842a4b572114c091dca901d72d49",
+    "ServiceList": "1.1-f6621975c20e5805eb2b67dec3679efc",
 }
 
 def _endpoint_signatures(cls):
@@ -129,7 +129,7 @@ def test_conductor_task_versions_agree():
                                               (2, "1.1"), (3, "1.2"), (4, "1.3"),
                                               (5, "1.4"), (6, "1.5"),
                                               (7, "1.6"), (8, "1.7"), (9, "1.8"),
-                                              (10, "1.9"),
+                                              (10, "1.9"), (11, "1.9"),
                                               (99, compute_rpcapi.ComputeAPI.VERSION)])
 def test_compute_rpc_for_service_version(version, expected):
     assert service_obj.compute_rpc_for_service_version(version) == expected

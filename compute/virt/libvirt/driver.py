@@ -187,6 +187,9 @@ class LibvirtDriver(driver.ComputeDriver):
     def get_volume_connector(self):
         return volume_connector(self.host)
 
+    def list_images(self):
+        return images.list_images()
+
     def get_device_name_for_instance(self, instance, used_device_names,
                                      requested):
         used = set(used_device_names) | {"/dev/vdz"}   # vdz: config drive

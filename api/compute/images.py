@@ -1,0 +1,97 @@
+"""Which imageRefs a server can boot: the images the computes report.
+
+There is no image service.  Each compute reports, in its services row, the
+ids of the images its virt driver can boot (``Service.images``: the
+libvirt driver's ``[libvirt] image_dir`` directories, the fake driver's
+``[compute] fake_images``), when it registers and again on its periodic
+state report when they changed.  The API reads those rows through objects
+and never a directory of its own host: an API host of its own has none.
+
+``ReportedImages.check`` accepts an imageRef that an up compute reports;
+otherwise it answers 400 "Image X could not be found." (Nova's message),
+with one exception: while an up compute reports no list (a compute older
+than service version 11, ``IMAGES_REPORT_SERVICE_VERSION``, during a
+rolling upgrade, or a driver that cannot tell), the imageRef is accepted
+and the build decides: a compute without the image fails it, and the
+server goes to ERROR with a fault naming the image (the libvirt driver's
+"image ... not found under [libvirt] image_dir").  The same holds when no
+compute is up at all (the build then finds no host): an API that starts
+before its computes have registered refuses no valid image.
+
+The union of what the up computes report is remembered for ``ttl``
+seconds (``servicegroup.UP_CACHE_SECONDS``) to spare a services-table read
+per create and rebuild of a reported image.  Every other answer comes from
+a fresh read: an image a compute has just reported is never refused from
+the cache, nor an image let through because of a compute that has since
+reported its list.  What remains is the compute's own delay: an image put
+into a compute's directory is reported at its next state report
+(``report_interval``).
+"""
+import threading
+import time
+
+from volattach.compute import rpcapi as compute_rpcapi
+from volattach import context as volattach_context
+from volattach import exception
+from volattach import objects
+from volattach import servicegroup
+
+
+class _Union:
+    """The images reported by the up computes read at ``read_at``;
+    ``complete`` when every up compute reported a list."""
+
+    def __init__(self, images, complete, read_at):
+        self.images = images
+        self.complete = complete
+        self.read_at = read_at
+
+    def allows(self, image_ref):
+        return image_ref in self.images or not self.complete
+
+
+class ReportedImages:
+    """The imageRef check of the compute API (one per facade)."""
+
+    def __init__(self, ttl=servicegroup.UP_CACHE_SECONDS, clock=time.monotonic):
+        self.ttl = ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._union = None
+
+    def check(self, context, image_ref):
+        """Raise ``InvalidInput`` (400, "Image X could not be found.") when
+        no up compute can boot ``image_ref`` (see the module docstring for
+        when any is accepted)."""
+        if not image_ref:
+            return
+        union = self._union
+        if (union is not None and self._clock() - union.read_at < self.ttl
+                and image_ref in union.images):
+            return
+        union = self._read(context)
+        if not union.allows(image_ref):
+            raise exception.InvalidInput(
+                message="Image %s could not be found." % image_ref)
+
+    def _read(self, context):
+        now = self._clock()
+        admin = (context.elevated() if context is not None
+                 else volattach_context.get_admin_context())
+        images, up, complete = set(), 0, True
+        for service in objects.ServiceList.get_all(admin, binary=compute_rpcapi.BINARY):
+            if not servicegroup.is_up(service):
+                continue
+            up += 1
+            if service.reports_images:
+                images.update(service.images)
+            else:
+                complete = False
+        union = _Union(frozenset(images), complete and up > 0, now)
+        with self._lock:
+            self._union = union
+        return union
+
+    def clear(self):
+        with self._lock:
+            self._union = None
