@@ -28,9 +28,34 @@ back for.  One pass of ``reconcile`` finds it and repairs it:
     attach that died: it is rolled back (unplugged on the compute when a
     compute RPC client is given, best effort; attachment deleted; record
     destroyed).  A ``detaching`` volume that still has an ``attached``
-    attachment gets ``os-roll_detaching`` (back to in-use: the detach can be
-    asked again); any other status is reset to what the volume's remaining
-    attachments imply (``os-reset_status``, admin).
+    attachment is a detach that did not finish: left pending by a compute
+    that did not answer (``conductor/tasks/detach.py``), or cut short by a
+    daemon killed before the unplug.  The pass finishes the detach the user
+    asked for (see "Finishing a detach" below) or, when it cannot tell
+    which one it was, rolls it back (``os-roll_detaching``: back to in-use,
+    the detach can be asked again).  Any other status is reset to what the
+    volume's remaining attachments imply (``os-reset_status``, admin).
+
+Finishing a detach.  The ``detaching`` volume's ``attached`` attachments
+that have a record of a live server are the candidates.  A candidate whose
+server's newest volume action (``os-instance-actions``) is a swap is a swap
+that died: rolled back, never detached.  One whose newest volume action is
+a detach is the detach the user asked for; with several (a multiattach
+volume), the one whose event says the detach is pending on this volume
+(``detach.PENDING_MARK``).  When exactly one remains, the pass asks the
+server's compute to unplug it and waits for its answer
+(``detach.unplug``: best effort is not enough, the guest must no longer
+use the disk before the attachment goes), then releases the record as
+the detach task does (``volume_release.release_volume_record``): the
+volume ends ``available`` (or in-use by its other attachments) and the
+record is gone.  A server on no host (offloaded) has nothing to unplug.
+While the compute does not answer (its service down, or no answer to the
+calls), or without a compute RPC client (``volattach-manage ... --no-unplug``),
+the item is skipped with the reason and the next pass tries again; a
+server busy with another workflow (a task state) is skipped too.  A
+compute that refuses the unplug (a driver error) gets the detach rolled
+back to in-use, as the detach task does.  When no candidate remains (no
+detach action, or several without the mark), the detach is rolled back.
 
 Nothing changed less than ``grace_seconds`` ago is touched: an attach, detach
 or swap may still be running on it.  The age of an attachment is taken from
@@ -59,11 +84,14 @@ import threading
 import uuid
 
 from volattach import objects
+from volattach.conductor.tasks import detach
 from volattach.db import api as db_api
 from volattach.db.models import utcnow
 from volattach import conf as volattach_conf
 from volattach import context as volattach_context
 from volattach import exception
+from volattach.objects import instance_action
+from volattach import volume_release
 from volattach import volume_states
 
 LOG = logging.getLogger(__name__)
@@ -477,15 +505,9 @@ def _stuck_volumes(run, volumes):
             all_tenants=True)
         statuses = [a.get("status") for a in attachments]
         attached = [a for a in attachments if a.get("status") == "attached"]
+        busy = None
         if status == "detaching" and attached:
-            base["instance_uuid"] = attached[0].get("instance")
-            base["attachment_id"] = attached[0]["id"]
-            item = Item(STUCK_VOLUME,
-                        found="volume %s is detaching with no detach running"
-                              % volume["id"],
-                        action="roll_detaching (back to in-use)", **base)
-            action = lambda volume=volume: run.volume_api.roll_detaching(  # noqa: E731
-                run.context, volume["id"])
+            item, action, busy = _unfinished_detach(run, volume, attached)
         else:
             derived = _derived_status(statuses)
             if derived == status:
@@ -511,7 +533,96 @@ def _stuck_volumes(run, volumes):
                      run.now, run.grace):
             run.skip(item, "younger than the grace period")
             continue
+        if busy:
+            run.skip(item, busy)
+            continue
         run.repair(item, action)
+
+
+def _volume_action_of(run, instance_uuid, volume_id):
+    """``(action, pending)`` of the server's newest volume action (detach or
+    swap; None when it has none): ``pending`` when its detach event says
+    the detach of ``volume_id`` is pending."""
+    for action in db_api.actions_get(instance_uuid):
+        if action["action"] not in (instance_action.DETACH_VOLUME,
+                                    instance_action.SWAP_VOLUME):
+            continue
+        pending = any(
+            (event.get("details") or "").startswith(
+                detach.PENDING_MARK + volume_id)
+            for event in db_api.action_events_get(action["id"]))
+        return action["action"], pending
+    return None, False
+
+
+def _unfinished_detach(run, volume, attached):
+    """``(item, action, busy)`` for a ``detaching`` volume with ``attached``
+    attachments: finish the detach the user asked for, or roll it back
+    (module docstring, "Finishing a detach").  ``busy``: why the item is
+    skipped this pass (None: repair it)."""
+    volume_id = volume["id"]
+    candidates = []
+    for att in attached:
+        instance_uuid = att.get("instance") or att.get("instance_uuid")
+        instance = run.instance(instance_uuid) if instance_uuid else None
+        if run.is_deleted(instance):
+            continue
+        bdm = next((b for b in db_api.bdm_get_by_volume(volume_id)
+                    if b["attachment_id"] == att["id"]), None)
+        if bdm is None:
+            continue
+        kind, pending = _volume_action_of(run, instance_uuid, volume_id)
+        if kind == instance_action.DETACH_VOLUME:
+            candidates.append((att, instance, bdm, pending))
+    if len(candidates) > 1:
+        candidates = [c for c in candidates if c[3]]
+    if len(candidates) != 1:
+        item = Item(STUCK_VOLUME, volume_id, attached[0].get("instance"),
+                    attached[0]["id"],
+                    "volume %s is detaching with no detach running"
+                    % volume_id, "roll_detaching (back to in-use)")
+        return item, (lambda: run.volume_api.roll_detaching(
+            run.context, volume_id)), None
+    att, instance, bdm, pending = candidates[0]
+    host = instance.get("host")
+    item = Item(STUCK_VOLUME, volume_id, instance["uuid"], att["id"],
+                "volume %s is detaching from %s with no detach running%s"
+                % (volume_id, instance["uuid"],
+                   " (pending on an unreachable compute)" if pending else ""),
+                "finish the detach (%srelease the attachment and the "
+                "record)" % ("unplug on %s, " % host if host else ""))
+    busy = None
+    if run.is_busy(instance):
+        busy = "server %s is %s/%s" % (instance["uuid"], instance["vm_state"],
+                                       instance["task_state"])
+    elif host and run.compute_rpcapi is None:
+        busy = ("finishing the detach needs the unplug on %s (no compute "
+                "RPC: --no-unplug)" % host)
+
+    def finish():
+        current = run.volume_api.get(run.context, volume_id)
+        if current.get("status") != "detaching" or not run.bdm_unchanged(bdm):
+            return False
+        record = objects.BlockDeviceMapping.get_by_volume_and_instance(
+            run.context, volume_id, instance["uuid"])
+        server = objects.Instance.get_by_uuid(run.context, instance["uuid"])
+        if server.host:
+            try:
+                detach.unplug(run.context, run.compute_rpcapi, server, record)
+            except detach.ComputeUnreachable as error:
+                item.error = "%s; the next pass tries again" % error
+                return False
+            except exception.VolattachException as error:
+                # a refusal of the compute: back to in-use, as the detach
+                # task does
+                run.volume_api.roll_detaching(run.context, volume_id)
+                item.action = ("roll_detaching (back to in-use): %s refused "
+                               "the unplug: %s" % (server.host, error))
+                return True
+        volume_release.release_volume_record(run.context, run.volume_api,
+                                             record, volume_id=volume_id)
+        return True
+    return item, finish, busy
 
 
 def _derived_status(attach_statuses):

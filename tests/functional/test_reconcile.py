@@ -100,12 +100,22 @@ def drift(deployment, api, volumes, volume_api, ctx):
                                                   "initiator": "iqn.x"})
     made["attach_died_attaching"] = (vid, server)
 
-    # stuck_volume: detaching with no detach running (the API's
-    # begin_detaching went through, the cast was lost)
+    # stuck_volume: detaching with no detach running and no detach asked
+    # (no detach_volume action on the server): rolled back
     vid = volumes.create_available_volume()
     _attach(api, volumes, server, vid)
     volume_api.begin_detaching(ctx, vid)
     made["detach_lost"] = (vid, server)
+
+    # stuck_volume: the detach the user asked for (the API's action and
+    # begin_detaching went through, the cast was lost): finished
+    asked = api.create_active_server()
+    vid = volumes.create_available_volume()
+    _attach(api, volumes, asked, vid)
+    objects.InstanceAction.action_start(
+        volattach_context.get_admin_context(), asked, "detach_volume")
+    volume_api.begin_detaching(ctx, vid)
+    made["detach_asked"] = (vid, asked)
 
     # orphan_attachment of a deleted server
     doomed = api.create_active_server()
@@ -124,7 +134,7 @@ def drift(deployment, api, volumes, volume_api, ctx):
 
 
 def test_large_grace_skips_then_grace_zero_repairs_everything(
-        drift, volume_api, ctx, admin_api):
+        drift, volume_api, ctx, admin_api, deployment):
     volume_ids = [vid for vid, _ in drift.values()]
     before = _consistent(volume_api, ctx, volume_ids)
     # in-use with a record but pointing at nothing: invisible to the
@@ -142,7 +152,10 @@ def test_large_grace_skips_then_grace_zero_repairs_everything(
     dry_ours = {(i.kind, i.volume_id) for i in dry.items
                 if i.volume_id in volume_ids}
 
-    report = reconcile.reconcile(ctx, volume_api, 0)
+    # the compute answers the unplug of the detach it finishes
+    report = reconcile.reconcile(
+        ctx, volume_api, 0,
+        compute_rpcapi=deployment.conductor.reconciler.compute_rpcapi)
     done = {(i.kind, i.volume_id) for i in report.items
             if i.volume_id in volume_ids}
     assert not [i for i in report.items if i.outcome == reconcile.FAILED]
@@ -155,6 +168,7 @@ def test_large_grace_skips_then_grace_zero_repairs_everything(
         ("stuck_volume", drift["reserved_for_nothing"][0]),
         ("stuck_volume", drift["attach_died_attaching"][0]),
         ("stuck_volume", drift["detach_lost"][0]),
+        ("stuck_volume", drift["detach_asked"][0]),
         ("orphan_attachment", drift["deleted_server"][0]),
     }
     assert done == expected
@@ -165,6 +179,8 @@ def test_large_grace_skips_then_grace_zero_repairs_everything(
     status = {name: volume_api.get(ctx, vid)["status"]
               for name, (vid, _) in drift.items()}
     assert status["detach_lost"] == "in-use"        # rolled back, still attached
+    assert status["detach_asked"] == "available"    # finished
+    assert _bdm(drift["detach_asked"][0]) == []
     assert status["healthy"] == "in-use"
     assert status["attach_died_attaching"] == "available"
     # the next pass finds nothing of ours

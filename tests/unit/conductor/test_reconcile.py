@@ -58,6 +58,21 @@ class FakeDB:
     def bdm_destroy(self, bdm_id):
         self.bdms.pop(bdm_id, None)
 
+    # instance actions, newest first, each with its events
+    def add_action(self, instance_uuid, action, event_details=None):
+        actions = self.__dict__.setdefault("actions", [])
+        actions.insert(0, {"id": len(actions) + 1, "action": action,
+                           "instance_uuid": instance_uuid,
+                           "events": [{"details": event_details}]})
+
+    def actions_get(self, instance_uuid):
+        return [a for a in self.__dict__.get("actions", [])
+                if a["instance_uuid"] == instance_uuid]
+
+    def action_events_get(self, action_id):
+        return next(a["events"] for a in self.__dict__.get("actions", [])
+                    if a["id"] == action_id)
+
 
 class FakeVolumes:
     """Enough of volume_client.cinder.VolumeAPI: volumes, attachments, and the
@@ -387,3 +402,185 @@ def test_legacy_attached_attachment_of_live_server_is_never_touched(world):
     assert kinds(run(world, grace=0), reconcile.REPAIRED) == [
         ("orphan_attachment", "v1")]
     assert world.volumes.calls == [("attachment_delete", "a1")]
+
+
+# -- a detach that did not finish (conductor/tasks/detach.py) ----------------
+
+class Record:
+    """The block-device record object the finish releases (the fields and
+    the compare-and-swap destroy of objects.BlockDeviceMapping)."""
+
+    def __init__(self, db, bdm_id):
+        row = db.bdms[bdm_id]
+        self.db, self.id = db, bdm_id
+        self.volume_id = row["volume_id"]
+        self.instance_uuid = row["instance_uuid"]
+        self.attachment_id = row["attachment_id"]
+
+    def destroy_if_attachment(self, attachment_id):
+        if self.db.bdms[self.id]["attachment_id"] != attachment_id:
+            return False
+        self.db.bdm_destroy(self.id)
+        return True
+
+
+def _detaching(world, multi=False):
+    """v1 detaching from i1 (its detach action pending on an unreachable
+    compute); with ``multi`` also attached to i2."""
+    from volattach.conductor.tasks import detach
+    world.db.add_instance("i1", host="compute1")
+    world.volumes.add_volume("v1")
+    world.volumes.add_attachment("a1", "v1", "i1")
+    world.db.add_bdm(1, "i1", "v1", "a1")
+    world.db.add_action("i1", "attach_volume")
+    world.db.add_action("i1", "detach_volume",
+                        detach.PENDING_MARK + "v1: compute compute1 does "
+                        "not answer")
+    if multi:
+        world.db.add_instance("i2", host="compute2")
+        world.volumes.add_attachment("a2", "v1", "i2")
+        world.db.add_bdm(2, "i2", "v1", "a2")
+        world.db.add_action("i2", "detach_volume", "another volume's")
+    world.volumes.volumes["v1"]["status"] = "detaching"
+
+
+def run_finish(world, compute, down=False, **kwargs):
+    from volattach.conductor.tasks import detach
+    servers = {u: mock.Mock(uuid=u, host=i["host"])
+               for u, i in world.db.instances.items()}
+
+    def record(ctx, volume_id, instance_uuid):
+        bdm_id = next(i for i, b in world.db.bdms.items()
+                      if b["volume_id"] == volume_id
+                      and b["instance_uuid"] == instance_uuid)
+        return Record(world.db, bdm_id)
+    with mock.patch.object(reconcile.objects, "Instance") as instances, \
+            mock.patch.object(reconcile.objects,
+                              "BlockDeviceMapping") as bdms, \
+            mock.patch.object(detach, "compute_is_down", return_value=down):
+        instances.get_by_uuid.side_effect = lambda ctx, u: servers[u]
+        bdms.get_by_volume_and_instance.side_effect = record
+        return run(world, compute=compute, **kwargs)
+
+
+def test_a_pending_detach_is_finished_once_the_compute_answers(world):
+    _detaching(world)
+    compute = mock.Mock()
+    report = run_finish(world, compute)
+    assert kinds(report, reconcile.REPAIRED) == [("stuck_volume", "v1")]
+    [item] = report.items
+    assert "pending on an unreachable compute" in item.found
+    assert "unplug on compute1" in item.action
+    # unplugged first, then the attachment and the record released
+    assert compute.detach_volume.call_count == 1
+    assert compute.detach_volume.call_args.args[1].uuid == "i1"
+    assert world.volumes.calls == [("attachment_delete", "a1")]
+    assert world.db.bdms == {}
+    assert world.volumes.volumes["v1"]["status"] == "available"
+    assert world.events.event_start.call_args.args[1] == "i1"
+
+
+def test_a_pending_detach_waits_while_the_compute_does_not_answer(world):
+    from volattach import rpc
+    _detaching(world)
+    compute = mock.Mock()
+    compute.detach_volume.side_effect = rpc.RPCTimeout(
+        topic="compute", method="detach_volume")
+    report = run_finish(world, compute)
+    [item] = report.items
+    assert item.outcome == reconcile.SKIPPED
+    assert "compute1 does not answer" in item.error
+    assert "next pass tries again" in item.error
+    assert compute.detach_volume.call_count == 2      # asked again once
+    assert world.volumes.calls == [] and 1 in world.db.bdms
+    assert world.volumes.volumes["v1"]["status"] == "detaching"
+    # a compute whose service is down is not even called
+    compute.detach_volume.reset_mock()
+    report = run_finish(world, compute, down=True)
+    assert report.items[0].outcome == reconcile.SKIPPED
+    assert "service is down" in report.items[0].error
+    assert not compute.detach_volume.called
+    # it answers again: the next pass finishes
+    compute.detach_volume.side_effect = None
+    report = run_finish(world, compute)
+    assert kinds(report, reconcile.REPAIRED) == [("stuck_volume", "v1")]
+    assert world.volumes.volumes["v1"]["status"] == "available"
+
+
+def test_a_pending_detach_without_compute_rpc_is_skipped(world):
+    _detaching(world)
+    report = run_finish(world, None)
+    [item] = report.items
+    assert item.outcome == reconcile.SKIPPED
+    assert "--no-unplug" in item.error
+    assert world.volumes.calls == []
+    assert world.volumes.volumes["v1"]["status"] == "detaching"
+
+
+def test_a_detach_killed_before_the_unplug_is_finished_too(world):
+    """No pending mark (the conductor died): the newest volume action of
+    the server is the detach the user asked for."""
+    _detaching(world)
+    world.db.actions[0]["events"] = []
+    compute = mock.Mock()
+    report = run_finish(world, compute)
+    assert kinds(report, reconcile.REPAIRED) == [("stuck_volume", "v1")]
+    assert "pending" not in report.items[0].found
+    assert world.volumes.volumes["v1"]["status"] == "available"
+
+
+def test_a_swap_that_died_is_rolled_back_not_detached(world):
+    _detaching(world)
+    world.db.add_action("i1", "swap_volume")
+    compute = mock.Mock()
+    report = run_finish(world, compute)
+    assert kinds(report, reconcile.REPAIRED) == [("stuck_volume", "v1")]
+    assert not compute.detach_volume.called
+    assert world.volumes.calls == [("roll_detaching", "v1")]
+    assert world.volumes.volumes["v1"]["status"] == "in-use"
+    assert 1 in world.db.bdms
+
+
+def test_a_refused_unplug_rolls_the_detach_back(world):
+    _detaching(world)
+    compute = mock.Mock()
+    compute.detach_volume.side_effect = exception.VirtDriverError(
+        operation="detach", reason="device busy")
+    report = run_finish(world, compute)
+    [item] = report.items
+    assert item.outcome == reconcile.REPAIRED
+    assert "refused" in item.action and "device busy" in item.action
+    assert world.volumes.calls == [("roll_detaching", "v1")]
+    assert 1 in world.db.bdms
+
+
+def test_a_multiattach_detach_finishes_the_pending_one_only(world):
+    _detaching(world, multi=True)
+    compute = mock.Mock()
+    report = run_finish(world, compute)
+    assert kinds(report, reconcile.REPAIRED) == [("stuck_volume", "v1")]
+    assert [c.args[1].uuid for c in compute.detach_volume.call_args_list] \
+        == ["i1"]
+    assert list(world.db.bdms) == [2]
+    assert world.volumes.volumes["v1"]["status"] == "in-use"
+    # without the mark, which detach it was is unknown: rolled back
+    _detaching(world, multi=True)
+    world.db.actions[:] = [a for a in world.db.actions
+                           if a["action"] != "detach_volume"]
+    world.db.add_action("i1", "detach_volume", None)
+    world.db.add_action("i2", "detach_volume", None)
+    world.volumes.calls.clear()
+    compute.reset_mock()
+    report = run_finish(world, compute)
+    assert not compute.detach_volume.called
+    assert world.volumes.calls == [("roll_detaching", "v1")]
+
+
+def test_a_pending_detach_of_a_busy_server_is_left(world):
+    _detaching(world)
+    world.db.instances["i1"]["task_state"] = "rebooting"
+    compute = mock.Mock()
+    report = run_finish(world, compute)
+    assert report.items[0].outcome == reconcile.SKIPPED
+    assert "rebooting" in report.items[0].error
+    assert not compute.detach_volume.called

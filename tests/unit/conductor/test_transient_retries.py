@@ -209,13 +209,15 @@ def detach():
             mock.patch.object(detach_task.objects,
                               "BlockDeviceMapping") as bdms, \
             mock.patch.object(base.objects, "InstanceActionEvent") as events, \
-            mock.patch.object(detach_task, "notify_volume"):
+            mock.patch.object(detach_task, "notify_volume"), \
+            mock.patch.object(detach_task, "compute_is_down",
+                              return_value=False) as down:
         instances.get_by_uuid.return_value = types.SimpleNamespace(
             uuid="inst-1", host="h1", task_state=None)
         bdms.get_by_volume_and_instance.return_value = record
         yield types.SimpleNamespace(
             detach=run, compute=compute, volume=volume, record=record,
-            instances=instances,
+            instances=instances, down=down,
             bdms=bdms, events=events,
             instance=types.SimpleNamespace(uuid="inst-1", host="h1"))
 
@@ -258,15 +260,37 @@ def test_a_detach_without_an_answer_is_asked_again(detach):
     w.volume.roll_detaching.assert_not_called()
 
 
-def test_a_detach_without_two_answers_rolls_back(detach):
+def test_a_detach_without_two_answers_is_left_pending(detach, caplog):
+    """An unreachable compute: neither rolled back (the user's detach is
+    not lost, and the compute may have unplugged) nor released; the event
+    says the detach is pending, the log says so once at WARNING."""
     from volattach import rpc
     w = detach
     w.compute.detach_volume.side_effect = rpc.RPCTimeout(
         topic="compute", method="detach_volume")
     w.detach(mock.sentinel.ctx, w.instance, "vol-1")
     assert w.compute.detach_volume.call_count == 2
-    w.volume.roll_detaching.assert_called_once()
+    w.volume.roll_detaching.assert_not_called()
     w.volume.attachment_delete.assert_not_called()
+    assert w.record.destroy_if_attachment.calls == 0
+    finish = w.events.event_start.return_value.finish
+    error = finish.call_args.kwargs["error"]
+    assert isinstance(error, detach_task.DetachPending)
+    assert str(error).startswith(detach_task.PENDING_MARK + "vol-1: ")
+    assert "compute h1 does not answer" in str(error)
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "pending" in warnings[0].getMessage()
+
+
+def test_a_detach_on_a_compute_seen_down_is_left_pending_uncalled(detach):
+    w = detach
+    w.down.return_value = True
+    w.detach(mock.sentinel.ctx, w.instance, "vol-1")
+    w.compute.detach_volume.assert_not_called()
+    w.volume.roll_detaching.assert_not_called()
+    w.volume.attachment_delete.assert_not_called()
+    error = w.events.event_start.return_value.finish.call_args.kwargs["error"]
+    assert "service is down" in str(error)
 
 
 def test_a_refused_detach_is_not_asked_again(detach):
