@@ -13,6 +13,7 @@ import threading
 import time
 
 from oslo_config import cfg
+from oslo_context import context as oslo_context
 from oslo_policy import policy as oslo_policy
 
 from volattach import exception
@@ -56,7 +57,6 @@ class Policy:
         caller's own project and user when None)."""
         if target is None:
             target = {"project_id": ctx.project_id, "user_id": ctx.user_id}
-        creds = credentials(ctx)
         enforcer = self.get()
         # oslo.policy looks for a changed policy file (a search of the
         # configuration directories) at most every RELOAD_SECONDS; the
@@ -70,12 +70,15 @@ class Policy:
         if enforcer.rules is not self._memo_rules:
             self._memo, self._memo_rules = {}, enforcer.rules
         try:
-            key = (action, _freeze(target), _freeze(creds))
+            key = (action, _freeze(target), _caller_key(ctx))
             hash(key)
         except TypeError:
             key = None
-        if key is not None and key in self._memo:
-            return self._memo[key]
+        if key is not None:
+            allowed = self._memo.get(key)
+            if allowed is not None:
+                return allowed
+        creds = credentials(ctx)
         try:
             allowed = bool(enforcer.enforce(action, target, creds,
                                             do_raise=False))
@@ -96,6 +99,27 @@ class Policy:
 def _freeze(values):
     return tuple(sorted(
         (k, tuple(v) if isinstance(v, list) else v) for k, v in values.items()))
+
+
+# What oslo.context's RequestContext.to_policy_values reads, plus what
+# ``credentials`` adds: the memo key of a caller, read straight from the
+# context (building and sorting the credentials dict cost more than the
+# rest of a remembered check; benchmarks/README.md, 2026-11-26 afternoon).
+_CALLER_ATTRS = (
+    "user_id", "user_domain_id", "system_scope", "domain_id", "project_id",
+    "project_domain_id", "roles", "is_admin_project", "service_user_id",
+    "service_user_domain_id", "service_project_id",
+    "service_project_domain_id", "service_roles", "is_admin")
+_BASE_POLICY_VALUES = oslo_context.RequestContext.to_policy_values
+
+
+def _caller_key(ctx):
+    """The part of the memo key that depends on the caller."""
+    if type(ctx).to_policy_values is not _BASE_POLICY_VALUES:
+        # a context class with credentials of its own: key on them
+        return ("creds",) + _freeze(credentials(ctx))
+    return tuple(tuple(v) if isinstance(v, list) else v
+                 for v in [getattr(ctx, a, None) for a in _CALLER_ATTRS])
 
 
 def credentials(ctx):
