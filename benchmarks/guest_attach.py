@@ -3,7 +3,8 @@
 Boots one test guest (tools/build-test-image.sh, TCG) under volattach-all
 with the libvirt driver and the file volume backend (NBD exports), or with
 ``--backend rbd`` the rbd backend on the Ceph of tools/start-ceph.sh
-(QEMU's rbd client), then runs N cycles of
+(QEMU's rbd client), or with ``--backend iscsi`` the iscsi backend's tgt
+targets (tools/start-tgt.sh; QEMU's libiscsi), then runs N cycles of
 an asynchronous attach (microversion 2.101) and a detach of one volume,
 and measures, reading the guest's serial console log directly (not the
 API):
@@ -85,6 +86,12 @@ def _deployment(tmp, image_dir, backend):
         if reason:
             sys.exit(reason)
         return test_rbd.RBDDeployment(tmp, image_dir)
+    if backend == "iscsi":
+        from tests.guest import test_iscsi
+        reason = test_iscsi.tgt_unavailable()
+        if reason:
+            sys.exit(reason)
+        return test_iscsi.ISCSIDeployment(tmp, image_dir)
     return guest_env.Deployment(tmp, image_dir)
 
 
@@ -192,9 +199,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cycles", type=int, default=30)
     add_image_dir_argument(parser)
-    parser.add_argument("--backend", choices=["file", "rbd"], default="file",
+    parser.add_argument("--backend", choices=["file", "rbd", "iscsi"],
+                        default="file",
                         help="volume backend of the libvirt run: file "
-                             "(NBD) or rbd (Ceph, tools/start-ceph.sh)")
+                             "(NBD), rbd (Ceph, tools/start-ceph.sh) or "
+                             "iscsi (tgt, tools/start-tgt.sh)")
     parser.add_argument("--skip-fake", action="store_true")
     parser.add_argument("--skip-libvirt", action="store_true")
     args = parser.parse_args(argv)
