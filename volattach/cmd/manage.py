@@ -12,7 +12,8 @@ defaults: the databases under ``~/.volattach``, noauth towards the volume
 service (whose port comes from ``[volume] port`` as volattach-all's does).
 The computes of volattach-all are on its in-process bus, out of reach of
 another process: the reconcile pass then does not ask them to unplug
-(as ``--no-unplug``).  Failures are one line on stderr and exit status 1.
+(as ``--no-unplug``), and leaves pending detaches to volattach-all's own
+periodic pass.  Failures are one line on stderr and exit status 1.
 """
 import sys
 
@@ -51,7 +52,9 @@ def _add_parsers(subparsers):
                                 "reconcile_grace_period)")
     reconcile.add_argument("--no-unplug", action="store_true",
                            help="do not ask computes (over RPC) to unplug "
-                                "half-attached volumes before rolling them back")
+                                "half-attached volumes before rolling them "
+                                "back; detaches left pending (they need the "
+                                "compute's unplug) are skipped")
 
 
 def _volume_migration():
@@ -125,7 +128,8 @@ def attachments_reconcile(conf, out=sys.stdout, volume_api=None):
         if rpc._configured_url(conf) is None:
             out.write("volattach-all's computes are on its in-process bus: "
                       "half-attached volumes are rolled back without "
-                      "asking them to unplug (as --no-unplug)\n")
+                      "asking them to unplug, and pending detaches are "
+                      "left to volattach-all's own pass (as --no-unplug)\n")
             no_unplug = True
     if not no_unplug:
         from volattach import rpc
