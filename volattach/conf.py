@@ -308,10 +308,11 @@ volume_opts = [
     cfg.ListOpt("enabled_backends", default=[],
                 help="Several backends in one service, as Cinder's option: "
                      "the names of config sections, each with "
-                     "volume_backend (fake, file or rbd), "
+                     "volume_backend (fake, file, rbd or iscsi), "
                      "volume_backend_name and the backend's own options "
                      "(a file backend's [volume] ones, an rbd backend's "
-                     "[rbd] ones).  Volume types choose one by their "
+                     "[rbd] ones, an iscsi backend's [iscsi] ones).  "
+                     "Volume types choose one by their "
                      "volume_backend_name extra spec; a type without it "
                      "gets the first.  Empty: the one backend of [volume] "
                      "backend."),

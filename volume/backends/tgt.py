@@ -152,9 +152,7 @@ class ISCSIBackend(file_backend.FileBackend):
             existing = targets()
             tid = existing.get(name)
             if tid is None:
-                tid = max(existing.values(), default=0) + 1
-                tgtadm("--mode", "target", "--op", "new", "--tid", str(tid),
-                       "--targetname", name)
+                tid = self._new_target(name, existing)
                 try:
                     self._populate(tid, volume_id, mode)
                 except TargetError:
@@ -172,6 +170,23 @@ class ISCSIBackend(file_backend.FileBackend):
                        "--initiator-name", initiator)
             self._save_acl(name, wanted)
         return name
+
+    @staticmethod
+    def _new_target(name, existing, attempts=5):
+        """A new target ``name``; its tid, the next free one (another
+        service on the same tgtd may take it first: then the next)."""
+        tid = max(existing.values(), default=0) + 1
+        for _ in range(attempts):
+            try:
+                tgtadm("--mode", "target", "--op", "new", "--tid", str(tid),
+                       "--targetname", name)
+                return tid
+            except TargetError as e:
+                if "exist" not in str(e):
+                    raise
+                tid = max(list(targets().values()) + [tid]) + 1
+        raise TargetError("no free tid for %s after %d attempts"
+                          % (name, attempts))
 
     def _populate(self, tid, volume_id, mode):
         tgtadm("--mode", "logicalunit", "--op", "new", "--tid", str(tid),

@@ -138,6 +138,18 @@ def test_last_detach_removes_the_target_and_account(backend):
     assert qemu_io(info, "read 0 4k").returncode != 0
 
 
+def test_a_tid_taken_meanwhile_gives_the_next_one(backend):
+    """Another service on the same tgtd took the tid this one computed
+    from a stale list: the target gets the next free tid."""
+    vol = _volume(backend)
+    first = backend.initialize_connection(vol, "a1", _connector(), "rw")
+    taken = tgt.targets()[first["target_iqn"]]
+    stale = {n: t for n, t in tgt.targets().items() if t < taken}
+    name = tgt.target_name(backend.prefix, str(uuid.uuid4()), "rw")
+    tid = backend._new_target(name, stale)
+    assert tid != taken and tgt.targets()[name] == tid
+
+
 def test_a_connector_without_initiator_is_refused(backend):
     vol = _volume(backend)
     with pytest.raises(exception.InvalidInput, match="initiator"):
