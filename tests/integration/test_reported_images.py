@@ -1,0 +1,63 @@
+"""imageRefs on the real daemons over RabbitMQ and PostgreSQL (issue 21
+item 4): the API process checks them against what the compute daemons
+report through the conductor, not against a directory or list of its own.
+
+The API daemon is configured as the old check would have read it, with
+the libvirt driver and an image directory that does not exist (an API host
+of its own has none) and no fake images; each compute has an image the
+other lacks.  Both computes' images boot, an image no compute reports is a
+400 that stores nothing.  Before this change every imageRef was a 400
+here."""
+import uuid
+
+import pytest
+
+from tests.integration import client as clients
+from tests.integration import conftest as harness
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+SHARED = clients.DEFAULT_IMAGE
+ONLY_1 = "11111111-1111-4111-8111-111111111111"
+ONLY_2 = "22222222-2222-4222-8222-222222222222"
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory):
+    def prepare(dep):
+        dep.add_daemon("api", "volattach-api", overrides={
+            "compute": {"virt_driver": "libvirt", "fake_images": ""},
+            "libvirt": {"image_dir": str(dep.workdir / "no-such-dir")}})
+        for host, only in (("compute1", ONLY_1), ("compute2", ONLY_2)):
+            dep.add_daemon(host, "volattach-compute", overrides={
+                "compute": {"host": host,
+                            "fake_images": ",".join((SHARED, only))}})
+    with harness.running_deployment(tmp_path_factory.mktemp("images"),
+                                    prepare=prepare) as dep:
+        yield dep
+
+
+@pytest.fixture
+def api(deployment):
+    return clients.ComputeClient(deployment.api_url,
+                                 "alice:images-%s" % uuid.uuid4().hex[:8])
+
+
+def test_images_reported_by_either_compute_boot(api):
+    for image in (SHARED, ONLY_1, ONLY_2):
+        status, body, _ = api.create_server(name=image[:8], image_ref=image,
+                                            microversion="2.37")
+        assert status == 202, (image, body)
+        server = api.wait_for_server_status(body["server"]["id"], "ACTIVE")
+        assert server["image"]["id"] == image
+
+
+def test_an_image_no_compute_reports_is_400_and_stores_nothing(api):
+    unknown = str(uuid.uuid4())
+    status, body, _ = api.create_server(name="nope", image_ref=unknown,
+                                        microversion="2.37")
+    assert status == 400, body
+    assert body["badRequest"]["message"] == \
+        "Image %s could not be found." % unknown
+    status, body, _ = api.request("GET", "/servers")
+    assert status == 200 and body["servers"] == [], body
