@@ -7,7 +7,8 @@ A multiattach volume is attached read-write to guest A and read-only to
 guest B: A writes and reads back, B reads A's data and cannot write (QEMU's
 flag, and under it a cephx identity whose writes the cluster refuses);
 the disks are QEMU's own rbd clients with the cephx secret the compute
-defined in libvirt from Ceph's keyring.  After the detaches no watcher is
+defined in libvirt from Ceph's keyring, ``<shareable/>`` in both guests
+(a single-attach volume's disk is not).  After the detaches no watcher is
 left on the image.  A read-only attach whose keyring is missing fails
 cleanly and names the file; so does an attach while the monitor is down.
 A guest with an rw and an ro rbd volume moves to the peer libvirt, whose
@@ -199,7 +200,11 @@ def test_multiattach_rw_and_cluster_held_ro(rbd_api, rbd_volumes,
 
     dev_a, size_a, ro_a = _attach(rbd_api, rbd_volumes, a, volume_id, "rw")
     assert (size_a, ro_a) == (1024 ** 3, "0")
-    _check_auth(_live_disk(a, volume_id), volume_id, RBD_USER)
+    disk_a = _live_disk(a, volume_id)
+    _check_auth(disk_a, volume_id, RBD_USER)
+    # a multiattach volume is shareable in every guest (QEMU's share-rw)
+    assert disk_a.find("shareable") is not None
+    assert disk_a.find("driver").get("cache") == "none"
     status, out = a.run(
         "echo %s | dd of=/dev/%s bs=512 seek=%d count=1 conv=sync && sync"
         % (PATTERN, dev_a, OFFSET))
@@ -213,6 +218,7 @@ def test_multiattach_rw_and_cluster_held_ro(rbd_api, rbd_volumes,
     assert (size_b, ro_b) == (1024 ** 3, "1")
     disk_b = _live_disk(b, volume_id)
     assert disk_b.find("readonly") is not None
+    assert disk_b.find("shareable") is not None
     # the read-only attachment's identity: the cluster refuses its writes
     _check_auth(disk_b, volume_id, READONLY_USER)
     assert len(_watchers(volume_id)) == 2
@@ -238,6 +244,18 @@ def test_multiattach_rw_and_cluster_held_ro(rbd_api, rbd_volumes,
         ["rbd", "export", "%s/volume-%s" % (POOL, volume_id), "-"],
         check=True, capture_output=True, timeout=60).stdout
     assert dump[OFFSET * 512:OFFSET * 512 + len(PATTERN)] == PATTERN.encode()
+
+
+def test_a_single_attach_volume_is_not_shareable(rbd_api, rbd_volumes,
+                                                 rbd_guests, rbd_deployment):
+    a, _ = rbd_guests
+    volume_id = _volume(rbd_volumes, rbd_deployment)
+    _attach(rbd_api, rbd_volumes, a, volume_id, "rw")
+    disk = _live_disk(a, volume_id)
+    _check_auth(disk, volume_id, RBD_USER)
+    assert disk.find("shareable") is None
+    _detach(rbd_api, a, volume_id)
+    rbd_volumes.wait_for_volume_status(volume_id, "available")
 
 
 def _action_events(api, server_id, request_id, timeout=60):
