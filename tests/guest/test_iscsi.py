@@ -13,8 +13,8 @@ available again, with no attachment and no target.
 
 Needs what the guest tier needs and tgtd (tools/start-tgt.sh): without it
 the tests skip, except under CI (``CI=true``), where they fail."""
+import os
 import shutil
-import subprocess
 import time
 import uuid
 import xml.etree.ElementTree as ET
@@ -31,6 +31,7 @@ from volattach.volume.backends import tgt
 PATTERN = "volattach-iscsi-%s" % uuid.uuid4().hex[:8]
 OFFSET = 2048        # sectors: away from what a partition scan reads
 PREFIX = "iqn.2010-10.org.volattach-guest-%s:" % uuid.uuid4().hex[:6]
+PREFIX_TWO = "iqn.2010-10.org.volattach-guest-two-%s:" % uuid.uuid4().hex[:6]
 
 
 def tgt_unavailable():
@@ -250,3 +251,119 @@ def test_wrong_chap_fails_the_attach_cleanly(iscsi_api, iscsi_volumes,
     while volume_id in _tgt_show():
         assert time.monotonic() < deadline, _tgt_show()
         time.sleep(0.2)
+
+
+class FileAndISCSIDeployment(guest_env.Deployment):
+    """volattach-all with two backends: file-1 (NBD exports of files) and
+    lvm-1 (tgt targets of files of their own directory)."""
+
+    def __init__(self, tmp, image_dir):
+        super().__init__(tmp, image_dir)
+        with open(self.conf) as f:
+            text = f.read()
+        single = ("backend = file\nbackend_name = file\n"
+                  "export_port = %d\n" % self.export_port)
+        assert single in text
+        text = text.replace(single, "enabled_backends = file-1, lvm-1\n")
+        text += ("[file-1]\nvolume_backend = file\nvolumes_dir = %s\n"
+                 "export_port = %d\n"
+                 "[lvm-1]\nvolume_backend = iscsi\nvolumes_dir = %s\n"
+                 "target_prefix = %s\n"
+                 % (os.path.join(self.state, "volumes"), self.export_port,
+                    os.path.join(self.state, "iscsi-volumes"), PREFIX_TWO))
+        with open(self.conf, "w") as f:
+            f.write(text)
+
+
+def test_retype_from_file_to_iscsi_and_back_under_a_guest(image_id,
+                                                          tmp_path_factory):
+    """An attached volume moves from NBD to a tgt target and back by the
+    compute's block copy (the swap), the guest keeps reading what it
+    wrote, and the target goes with the way back."""
+    from tests.guest.test_data_path import _attach, _read
+    from tests.guest.test_swap import _retype, _wait_migrated
+    reason = tgt_unavailable()
+    if reason:
+        guest_env._unavailable(reason)
+    image_dir, image = image_id
+    d = FileAndISCSIDeployment(str(tmp_path_factory.mktemp("g-two-i")),
+                               image_dir)
+    d.start()
+    api = clients.ComputeClient(d.api_url, microversion="2.105")
+    volumes = clients.VolumeClient(d.volume_url)
+    try:
+        (guest,) = guest_env.boot(api, d, image, ["file-and-iscsi"])
+        suffix = uuid.uuid4().hex[:6]
+        types = {}
+        for backend in ("file-1", "lvm-1"):
+            code, body, _ = volumes.create_volume_type(
+                "%s-%s" % (backend, suffix),
+                {"volume_backend_name": backend})
+            assert code == 200, (code, body)
+            types[backend] = body["volume_type"]["name"]
+        code, body, _ = volumes.create_volume(size=1,
+                                              volume_type=types["file-1"])
+        assert code == 202, (code, body)
+        volume_id = body["volume"]["id"]
+        volumes.wait_for_volume_status(volume_id, "available")
+        dev, _, ro = _attach(api, volumes, guest, volume_id, "rw")
+        assert ro == "0"
+        pattern = "volattach-iscsi-two-%s" % suffix
+        status, out = guest.run(
+            "echo %s | dd of=/dev/%s bs=512 seek=%d count=1 conv=sync && "
+            "sync" % (pattern, dev, OFFSET))
+        assert status == 0, out
+
+        # file -> iscsi: the guest's disk is now a tgt target's LUN
+        _retype(volumes, volume_id, types["lvm-1"])
+        done = _wait_migrated(volumes, volume_id)
+        assert (done["migration_status"], done["status"],
+                done["volume_type"]) == ("success", "in-use",
+                                         types["lvm-1"]), done
+        assert done["os-vol-host-attr:host"].split("@")[1] == "lvm-1#lvm-1"
+        disk = [x for x in ET.fromstring(rbd_tests._virsh(
+            "dumpxml", "volattach-%s" % guest.id)).findall("./devices/disk")
+            if x.find("target").get("dev") == dev][0]
+        source = disk.find("source")
+        assert source.get("protocol") == "iscsi", ET.tostring(disk)
+        assert source.find("auth/secret").get("type") == "iscsi"
+        assert [n for n in tgt.targets() if n.startswith(PREFIX_TWO)]
+        assert pattern in _read(guest, dev, len(pattern))
+        status, out = guest.run(
+            "echo %s-2 | dd of=/dev/%s bs=512 seek=%d count=1 conv=sync && "
+            "sync" % (pattern, dev, OFFSET))
+        assert status == 0, out
+
+        # iscsi -> file, in the same attachment: the target goes
+        _retype(volumes, volume_id, types["file-1"])
+        # the first move's "success" stays until the second one starts:
+        # wait for the volume back on file-1 and listed on the server
+        deadline = time.monotonic() + 120
+        while True:
+            back = volumes.show_volume(volume_id)[1]["volume"]
+            if back["migration_status"] == "error" or (
+                    back["migration_status"] == "success"
+                    and back["os-vol-host-attr:host"].endswith(
+                        "@file-1#file-1")
+                    and api.show_volume_attachment(
+                        guest.id, volume_id)[0] == 200):
+                break
+            assert time.monotonic() < deadline, back
+            time.sleep(0.2)
+        assert (back["migration_status"], back["volume_type"],
+                back["os-vol-host-attr:host"].split("@")[1]) == (
+            "success", types["file-1"], "file-1#file-1"), back
+        assert pattern + "-2" in _read(guest, dev, len(pattern) + 2)
+        deadline = time.monotonic() + 20
+        while [n for n in tgt.targets() if n.startswith(PREFIX_TWO)]:
+            assert time.monotonic() < deadline, tgt.targets()
+            time.sleep(0.2)
+        code, body, _ = api.detach_volume(guest.id, volume_id)
+        assert code == 202, (code, body)
+        volumes.wait_for_volume_status(volume_id, "available")
+    finally:
+        for server in (api.list_servers()[1] or {}).get("servers", []):
+            api.delete_server(server["id"])
+            api.wait_for_server_deleted(server["id"], timeout=guest_env.WAIT)
+        d.stop()
+        d.stop_storage_daemon()
