@@ -77,11 +77,13 @@ def bdm_update(bdm_id, values):
 
 def bdm_update_returning(bdm_id, values):
     """``bdm_update`` in one statement: UPDATE ... RETURNING the row, without
-    reading it first (a workflow's BDM saves: SQLite >= 3.35, PostgreSQL)."""
+    reading it first (a workflow's BDM saves: SQLite >= 3.35, PostgreSQL),
+    and no transaction around it (``write_single``: no BEGIN and COMMIT
+    round trips on PostgreSQL)."""
     db = c.database()
     if not db.engine.dialect.update_returning:
         return bdm_update(bdm_id, values)
-    row = db.write(lambda conn: conn.execute(
+    row = db.write_single(lambda conn: conn.execute(
         _BDM_UPDATE_RETURNING, dict(values, bdm_id_=bdm_id)).mappings().first())
     if row is None:
         raise exception.BDMNotFound(id=bdm_id)

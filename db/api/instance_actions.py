@@ -89,20 +89,29 @@ def action_event_finish(event_id, result, traceback=None, details=None):
 def action_event_start_for_request(instance_uuid, request_id, event, host,
                                    action_values):
     """Start ``event`` under the newest action of ``request_id`` on the
-    instance, in one transaction: an INSERT ... SELECT of that action's id
-    (one statement), or, when the request has no action yet (a workflow
-    the conductor started on its own), the action ``action_values`` then
-    the event.  Returns the event row."""
+    instance: an INSERT ... SELECT of that action's id (one statement, no
+    transaction around it), or, when the request has no action yet (a
+    workflow the conductor started on its own), in one transaction, the
+    action ``action_values`` then the event.  Returns the event row."""
     db = c.database()
     if not db.engine.dialect.insert_returning:
         return _action_event_start_in_steps(instance_uuid, request_id, event, host,
                                             action_values)
     values = {"event": event, "host": host, "start_time": c.now()}
+    params = dict(values, instance_uuid=instance_uuid, request_id=request_id)
+
+    def start_under_request(conn):
+        return conn.execute(_EVENT_START_UNDER_REQUEST, params).mappings().first()
+
+    # The common case, an action of the request exists: that one statement
+    # alone (no BEGIN and COMMIT round trips).  It inserted nothing
+    # otherwise: the transaction below tries it again, then makes both.
+    row = db.write_single(start_under_request)
+    if row is not None:
+        return dict(row)
 
     def start(conn):
-        row = conn.execute(_EVENT_START_UNDER_REQUEST, dict(
-            values, instance_uuid=instance_uuid, request_id=request_id)
-        ).mappings().first()
+        row = start_under_request(conn)
         if row is None:
             action_id = conn.execute(_ACTION_INSERT_RETURNING_ID, dict(
                 action_values, instance_uuid=instance_uuid, request_id=request_id,
@@ -137,7 +146,10 @@ def action_event_finish_and_fail(event_id, result, traceback=None, details=None,
         if failed_action_id is not None:
             conn.execute(_ACTION_UPDATE, {"action_id_": failed_action_id,
                                           "finish_time": now, "message": "Error"})
-    c.database().write(finish)
+    if failed_action_id is None:    # one UPDATE: no transaction around it
+        c.database().write_single(finish)
+    else:
+        c.database().write(finish)
     return now
 
 

@@ -334,8 +334,10 @@ class Database:
     def write_single(self, fn, *args, **kwargs):
         """Run ``fn(conn, ...)``, which must execute exactly one write
         statement, as its own transaction (it may call ``conn.commit()``,
-        a no-op there)."""
-        return self._run(lambda: self._single(fn, args, kwargs))
+        a no-op there); run again (bounded) on lock contention, like
+        ``write``: a statement that failed on it changed nothing."""
+        return self._run(lambda: self._single(fn, args, kwargs),
+                         lock_attempts=LOCK_RETRY_ATTEMPTS)
 
     def write(self, fn, *args, **kwargs):
         """Run ``fn(conn, ...)`` in one write transaction, retried whole

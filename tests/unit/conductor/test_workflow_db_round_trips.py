@@ -89,7 +89,11 @@ def test_event_without_an_action_creates_it_in_the_same_transaction(database):
     with sql_log(database) as log:
         ev = objects.InstanceActionEvent.event_start(ctx, instance_uuid,
                                                      "compute_terminate_instance")
-    assert log["checkouts"] == 1
+    # the lone INSERT ... SELECT (which found no action), then one
+    # transaction: the action and the event
+    assert log["checkouts"] == 2
+    assert [s for s in log["statements"] if s in ("SELECT", "INSERT", "UPDATE")] == [
+        "INSERT", "INSERT", "INSERT", "INSERT"]
     action = db_api.action_get_by_request_id(instance_uuid, ctx.request_id)
     assert action["id"] == ev.action_id
     assert (action["action"], action["user_id"], action["project_id"]) == (

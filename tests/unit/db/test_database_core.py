@@ -62,6 +62,35 @@ def test_database_back_within_the_retry_window(tmp_path, monkeypatch):
     db.dispose()
 
 
+def test_lone_write_runs_again_on_lock_contention(tmp_path, monkeypatch):
+    """A write_single statement that failed on a lock (SQLite "database is
+    locked", a PostgreSQL deadlock) changed nothing: it runs again, as a
+    write transaction does, a bounded number of times."""
+    monkeypatch.setattr(core_engine, "_lock_retry_delay", lambda attempt: 0)
+    db = core_engine.Database("sqlite:///%s" % (tmp_path / "l.sqlite"))
+    db.write(lambda conn: conn.exec_driver_sql("CREATE TABLE t (x INT)"))
+    runs = []
+
+    def insert(conn):
+        runs.append(1)
+        if len(runs) < 3:
+            raise sa_exc.OperationalError("INSERT", {}, Exception("database is locked"))
+        conn.exec_driver_sql("INSERT INTO t VALUES (1)")
+    db.write_single(insert)
+    assert len(runs) == 3
+    assert db.read_single(lambda conn: conn.exec_driver_sql(
+        "SELECT count(*) FROM t").scalar()) == 1
+
+    def always_locked(conn):
+        runs.append(1)
+        raise sa_exc.OperationalError("INSERT", {}, Exception("database is locked"))
+    del runs[:]
+    with pytest.raises(sa_exc.OperationalError):
+        db.write_single(always_locked)
+    assert len(runs) == core_engine.LOCK_RETRY_ATTEMPTS
+    db.dispose()
+
+
 def test_connection_lost_at_commit_is_not_replayed(tmp_path, monkeypatch):
     db = core_engine.Database("sqlite:///%s" % (tmp_path / "c.sqlite"))
     db.write(lambda conn: conn.exec_driver_sql("CREATE TABLE t (x INT)"))

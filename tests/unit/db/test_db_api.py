@@ -272,3 +272,52 @@ def test_lone_statements_leave_no_transaction_open_and_are_committed(database):
     # the pooled connection went back to the pool's default (transactional) mode
     with engine.connect() as conn:
         assert conn.get_isolation_level() != "AUTOCOMMIT"
+
+
+def test_workflow_writes_of_one_statement_run_without_a_transaction(database):
+    """A workflow's BDM save, the start of an event under its request's
+    action and a successful event's finish are one statement each: no
+    BEGIN (SQLite) and, on PostgreSQL, no transaction open around them;
+    each is committed when the call returns.  An event of a request with
+    no action yet still gets both rows, in one transaction."""
+    from sqlalchemy import event, text
+    inst = _instance()
+    bdm = _bdm_row(inst["uuid"])
+    db_api.action_start({"action": "attach_volume", "instance_uuid": inst["uuid"],
+                         "request_id": "req-1"})
+    engine = db_engine.get_engine(database)
+    statements, idle = [], []
+
+    def after(conn, cursor, statement, *args):
+        statements.append(statement)
+        status = getattr(conn.connection.dbapi_connection, "get_transaction_status", None)
+        if status is not None:
+            from psycopg2 import extensions
+            idle.append(status() == extensions.TRANSACTION_STATUS_IDLE)
+    event.listen(engine, "after_cursor_execute", after)
+    try:
+        saved = db_api.bdm_update_returning(bdm["id"], {"attachment_id": "a1"})
+        started = db_api.action_event_start_for_request(
+            inst["uuid"], "req-1", "compute_attach_volume", "h1", {})
+        db_api.action_event_finish_and_fail(started["id"], "Success")
+    finally:
+        event.remove(engine, "after_cursor_execute", after)
+    assert saved["attachment_id"] == "a1"
+    assert len(statements) == 3, statements
+    assert not [s for s in statements if s.startswith("BEGIN")]
+    if engine.dialect.name == "postgresql":
+        assert idle == [True, True, True]
+    other = db_engine.make_engine(database)
+    with other.connect() as conn:
+        assert conn.execute(text("SELECT attachment_id FROM block_device_mappings "
+                                 "WHERE id = :id"), {"id": bdm["id"]}).scalar() == "a1"
+        assert conn.execute(text("SELECT result FROM instance_actions_events "
+                                 "WHERE id = :id"), {"id": started["id"]}).scalar() == "Success"
+    other.dispose()
+    # a request without an action: the action and the event, both stored
+    lone = db_api.action_event_start_for_request(
+        inst["uuid"], "req-2", "compute_detach_volume", "h1",
+        {"action": "detach_volume"})
+    action = db_api.action_get_by_request_id(inst["uuid"], "req-2")
+    assert action["action"] == "detach_volume" and lone["action_id"] == action["id"]
+    assert [e["id"] for e in db_api.action_events_get(action["id"])] == [lone["id"]]
