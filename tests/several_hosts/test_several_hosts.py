@@ -5,8 +5,9 @@ service (README.md here).
 
 The tests run in file order on two guests: A on compute1, B on compute2;
 one moves A to compute2 and back, the last cuts compute2's link during a
-detach of B's volume."""
+detach of B's volume, which the reconcile pass finishes once it is back."""
 import os
+import time
 import uuid
 
 import pytest
@@ -141,11 +142,54 @@ def test_live_migration_between_hosts(hosts, guests):
     assert _nbd_peers(hosts) == []
 
 
+def _detach_event(api, server_id):
+    """The newest detach's compute_detach_volume event (None: not ended)."""
+    headers = {"OpenStack-API-Version": "compute 2.84"}
+    code, body, _ = api.request(
+        "GET", "/servers/%s/os-instance-actions" % server_id, headers=headers)
+    assert code == 200, (code, body)
+    action = next(a for a in body["instanceActions"]
+                  if a["action"] == "detach_volume")
+    code, body, _ = api.request(
+        "GET", "/servers/%s/os-instance-actions/%s"
+        % (server_id, action["request_id"]), headers=headers)
+    assert code == 200, (code, body)
+    return next((e for e in body["instanceAction"]["events"]
+                 if e["event"] == "compute_detach_volume"
+                 and e.get("finish_time")), None)
+
+
+def _records_agree(api, volumes, server_id, volume_id):
+    """Never ``available`` with a record, nor a record-less ``in-use``."""
+    code, body, _ = volumes.show_volume(volume_id)
+    assert code == 200, (code, body)
+    status = body["volume"]["status"]
+    code, _, _ = api.show_volume_attachment(server_id, volume_id)
+    assert (status, code) in (("detaching", 200), ("in-use", 200),
+                              ("available", 404)), (status, code)
+    return status
+
+
+def _reconcile(hosts, volume_id):
+    """One pass by hand; returns (its table row of ``volume_id``, all its
+    output)."""
+    result = hosts.dep.manage("attachments", "reconcile", "--grace-seconds",
+                              "0", timeout=WAIT)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    rows = [line for line in result.stdout.splitlines()
+            if line.startswith("| stuck_volume") and volume_id in line]
+    assert len(rows) == 1, out
+    return rows[0], out
+
+
 def test_detach_while_the_compute_is_unreachable(hosts, guests):
     """compute2's link goes down during a detach: the conductor gets no
-    answer and rolls back, the records on both sides still say attached
-    (never attached on one side, available on the other), the guest keeps
-    its disk; with the link back, the detach goes through."""
+    answer and leaves the detach pending (never rolled back, never
+    released): the volume stays ``detaching`` with its record, the
+    instance action says why; a reconcile pass meanwhile skips it.  With
+    the link back, ``volattach-manage attachments reconcile`` finishes it:
+    unplugged from the guest, no NBD connection left, ``available``."""
     _, b = guests
     api, volumes, net = hosts.api, hosts.volumes, hosts.net
     volume_id = _volume(volumes)
@@ -158,16 +202,43 @@ def test_detach_while_the_compute_is_unreachable(hosts, guests):
         code, body, _ = api.detach_volume(b.id, volume_id)
         assert code == 202, (code, body)
         volumes.wait_for_volume_status(volume_id, "detaching", timeout=30)
-        # the conductor gives up on the call and rolls back
-        volumes.wait_for_volume_status(volume_id, "in-use", timeout=WAIT)
-        code, body, _ = api.show_volume_attachment(b.id, volume_id)
-        assert code == 200, (code, body)
+        # the conductor gives up on the compute: the detach is pending
+        deadline = time.monotonic() + WAIT
+        event = None
+        while event is None:
+            assert time.monotonic() < deadline, "the detach never ended"
+            assert _records_agree(api, volumes, b.id, volume_id) \
+                == "detaching"
+            time.sleep(1)
+            event = _detach_event(api, b.id)
+        assert event["result"] == "Error", event
+        assert "pending" in event["details"] and \
+            "compute2 does not answer" in event["details"], event
+        assert _records_agree(api, volumes, b.id, volume_id) == "detaching"
         assert [host for _, host in volumes.attachment_hosts(volume_id)] \
             == ["compute2"]
         assert volume_id[:20] in b.disks()
+        # a pass while the compute is away skips it, with the reason
+        row, out = _reconcile(hosts, volume_id)
+        assert "skipped (compute compute2 does not answer" in row, out
+        assert _records_agree(api, volumes, b.id, volume_id) == "detaching"
     finally:
         topology._run(["ip", "link", "set", link, "up"])
     hosts.dep.wait_until_ready()
-    _detach(api, b, volume_id)
+    since = len(b.text())
+    # the compute's consumer may take a while to find the broker again
+    # (its old connection has to time out): until it answers, a pass
+    # skips the detach, and the next one tries again
+    deadline = time.monotonic() + 2 * WAIT
+    while True:
+        row, out = _reconcile(hosts, volume_id)
+        if "| repaired" in row:
+            break
+        assert "skipped (compute compute2 does not answer" in row, out
+        assert time.monotonic() < deadline, out
+        assert _records_agree(api, volumes, b.id, volume_id) == "detaching"
+    assert "unplug on compute2" in row, out
     volumes.wait_for_volume_status(volume_id, "available")
+    assert _records_agree(api, volumes, b.id, volume_id) == "available"
+    b.wait_disk(volume_id, present=False, since=since, timeout=60)
     assert _nbd_peers(hosts) == peers
