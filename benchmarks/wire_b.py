@@ -130,6 +130,27 @@ def http_requests(dep):
     return result
 
 
+def context_switches(pids):
+    """{daemon: voluntary context switches of its live threads} (a thread
+    that waits and wakes up switches once; threads that ended are not
+    counted)."""
+    result = {}
+    for pid, daemon in pids.items():
+        try:
+            tasks = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                    for line in f:
+                        if line.startswith("voluntary_ctxt_switches:"):
+                            result[daemon] = result.get(daemon, 0) + int(line.split()[1])
+            except OSError:
+                pass
+    return result
+
+
 def _delta(after, before):
     if isinstance(after, dict):
         return {k: _delta(v, before.get(k, 0) if isinstance(before, dict) else 0)
@@ -143,8 +164,10 @@ def snapshot(dep):
     for name, proc in dep.procs.processes.items():
         for pid in cpu.tree_pids(proc.pid):
             pids[pid] = name
-    return {"rabbit": by_daemon(rabbit_connections(dep.vhost.name, dep.vhost.node), pids),
-            "pg": pg_counters(dep), "http": http_requests(dep)}
+    return {"rabbit": by_daemon(rabbit_connections(
+        dep.vhost.name, getattr(dep.vhost, "node", None) or "rabbit@localhost"), pids),
+            "pg": pg_counters(dep), "http": http_requests(dep),
+            "switches": context_switches(pids)}
 
 
 def run(args, workdir):
@@ -208,6 +231,8 @@ def summary_md(r):
             if v >= 0.05:
                 rows.append([daemon, route, "%.2f" % v])
     lines.append(report.markdown_table(["daemon", "request", "per cycle"], rows))
+    lines += ["", "Voluntary context switches per cycle (live threads): " + ", ".join(
+        "%s %.0f" % (k, v) for k, v in sorted(pc.get("switches", {}).items()))]
     lines += ["", "CPU per cycle, ms: " + ", ".join(
         "%s %.1f" % (k, v) for k, v in r["cpu_ms_per_cycle"].items()), ""]
     return "\n".join(lines)
