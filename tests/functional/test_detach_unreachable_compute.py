@@ -222,6 +222,29 @@ def test_a_server_deleted_while_its_detach_is_pending_cleans_up(
             if i.volume_id == volume_id] == []
 
 
+def test_a_server_deleted_while_its_compute_is_still_away_cleans_up(
+        deployment, api, admin_api, volumes, caplog):
+    """The compute never came back and is now seen down: the API deletes
+    the server locally, pending detach included."""
+    server_id = _new_server(api, name="pending-delete-down")
+    host = _host(server_id)
+    volume_id, _ = _pending_detach(deployment, api, admin_api, volumes,
+                                   server_id, caplog)
+    service = db_api.service_get_by_host_and_binary(host, "volattach-compute")
+    with unreachable(deployment, host):
+        db_api.service_update(service["id"], {"forced_down": True})
+        try:
+            time.sleep(4)       # past the API's up cache
+            status, body, _ = api.delete_server(server_id)
+            assert status == 204, body
+            api.wait_for_server_deleted(server_id)
+        finally:
+            db_api.service_update(service["id"], {"forced_down": False})
+    volume = volumes.wait_for_volume_status(volume_id, "available")
+    assert volume["attachments"] == []
+    assert db_api.bdm_get_by_volume(volume_id) == []
+
+
 def test_the_compute_answering_during_the_second_call_finishes_the_detach(
         deployment, api, admin_api, volumes):
     """The first call outlives its timeout on a slow compute: the second
