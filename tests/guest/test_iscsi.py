@@ -9,10 +9,14 @@ guest B: A writes and reads back, B reads A's data and cannot write (QEMU's
 flag, and under it a read-only LUN that the target enforces).  After the
 detaches tgtd has no target (so no session) of the volume left.  An attach
 whose CHAP does not match the target's fails cleanly: the volume is
-available again, with no attachment and no target.
+available again, with no attachment and no target.  An attached volume
+is retyped from the file backend to the iscsi one and back (the compute's
+block copy), and a guest with an rw and an ro iscsi volume moves to the
+peer libvirt (the real daemons), whose compute defines the secrets there.
 
-Needs what the guest tier needs and tgtd (tools/start-tgt.sh): without it
-the tests skip, except under CI (``CI=true``), where they fail."""
+Needs what the guest tier needs and tgtd (tools/start-tgt.sh), the live
+migration also RabbitMQ and PostgreSQL: without them the tests skip,
+except under CI (``CI=true``), where they fail."""
 import os
 import shutil
 import time
@@ -32,6 +36,7 @@ PATTERN = "volattach-iscsi-%s" % uuid.uuid4().hex[:8]
 OFFSET = 2048        # sectors: away from what a partition scan reads
 PREFIX = "iqn.2010-10.org.volattach-guest-%s:" % uuid.uuid4().hex[:6]
 PREFIX_TWO = "iqn.2010-10.org.volattach-guest-two-%s:" % uuid.uuid4().hex[:6]
+PREFIX_LM = "iqn.2010-10.org.volattach-guest-lm-%s:" % uuid.uuid4().hex[:6]
 
 
 def tgt_unavailable():
@@ -367,3 +372,81 @@ def test_retype_from_file_to_iscsi_and_back_under_a_guest(image_id,
             api.wait_for_server_deleted(server["id"], timeout=guest_env.WAIT)
         d.stop()
         d.stop_storage_daemon()
+
+
+@pytest.fixture(scope="module")
+def iscsi_hosts(image_id, tmp_path_factory):
+    reason = tgt_unavailable()
+    if reason:
+        guest_env._unavailable(reason)
+    image_dir, image = image_id
+    with guest_env.libvirt_daemons(
+            str(tmp_path_factory.mktemp("iscsi-lm")), image_dir, image,
+            volume_overrides={
+                "volume": {"backend": "iscsi", "backend_name": "lvm"},
+                "iscsi": {"target_prefix": PREFIX_LM}}) as hosts:
+        yield hosts
+
+
+def test_live_migration_defines_the_secrets_on_the_destination(
+        iscsi_hosts):
+    """A guest with an rw and an ro iscsi volume moves to the peer
+    libvirt: the destination's compute defined the CHAP secrets in its own
+    libvirt, the guest reads its data there and still cannot write the ro
+    one; the detaches leave no target."""
+    hosts = iscsi_hosts
+    api, volumes = hosts.api, hosts.volumes
+    peer = hosts.uris["compute2"]
+    code, body, _ = api.create_server(
+        name="iscsi-lm", image_ref=hosts.image, flavor_ref="1",
+        availability_zone="nova:compute1")
+    assert code == 202, (code, body)
+    server_id = body["server"]["id"]
+    api.wait_for_server_status(server_id, "ACTIVE", timeout=guest_env.WAIT)
+    guest = hosts.guest(server_id, "compute1")
+    guest.wait_for("VA-READY", timeout=guest_env.BOOT_TIMEOUT)
+    made = []
+    for _ in range(2):
+        code, body, _ = volumes.create_volume(size=1)
+        assert code == 202, (code, body)
+        made.append(body["volume"]["id"])
+        volumes.wait_for_volume_status(made[-1], "available")
+    rw, ro = made
+    dev_rw = rbd_tests._attach(api, volumes, guest, rw, "rw")[0]
+    dev_ro = rbd_tests._attach(api, volumes, guest, ro, "ro")[0]
+    status, out = guest.run(
+        "echo %s | dd of=/dev/%s bs=512 seek=%d count=1 conv=sync && sync"
+        % (PATTERN, dev_rw, OFFSET))
+    assert status == 0, out
+    peer_secrets = rbd_tests._secrets(peer)
+    assert not [u for u in peer_secrets.values() if PREFIX_LM in u]
+
+    moved = api.live_migrate(server_id, "compute2", timeout=guest_env.WAIT)
+    assert moved["OS-EXT-SRV-ATTR:host"] == "compute2", moved
+    guest = hosts.guest(server_id, "compute2")
+    for volume_id, mode in ((rw, "rw"), (ro, "ro")):
+        disk = rbd_tests._live_disk(guest, volume_id, uri=peer)
+        source = disk.find("source")
+        assert source.get("protocol") == "iscsi"
+        assert (disk.find("readonly") is not None) == (mode == "ro")
+        usage = source.find("auth/secret").get("usage")
+        assert usage == iscsi_driver.usage_name(
+            tgt.chap_user(volume_id, mode),
+            tgt.target_name(PREFIX_LM, volume_id, mode))
+        # the peer's own secret store (virsh: "<uuid> iscsi <usage>")
+        assert "iscsi " + usage in rbd_tests._secrets(peer).values()
+    status, out = guest.run(
+        "blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d count=1 "
+        "2>/dev/null | head -c %d" % (dev_rw, dev_rw, OFFSET, len(PATTERN)))
+    assert status == 0 and PATTERN in out, out
+    status, out = guest.run("echo x | dd of=/dev/%s bs=512 seek=%d count=1 "
+                            "conv=sync" % (dev_ro, OFFSET))
+    assert status != 0 and "Operation not permitted" in out, out
+
+    for volume_id in made:
+        rbd_tests._detach(api, guest, volume_id)
+        volumes.wait_for_volume_status(volume_id, "available")
+    deadline = time.monotonic() + 20
+    while [n for n in tgt.targets() if n.startswith(PREFIX_LM)]:
+        assert time.monotonic() < deadline, tgt.targets()
+        time.sleep(0.2)
