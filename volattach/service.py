@@ -63,8 +63,10 @@ class Service:
         self.endpoints = endpoints
         self.rpc_version = rpc_version
         self.connector = connector
-        # a compute: its driver's list_images (the row's ``images``)
+        # a compute: its driver's list_images (the row's ``images``), and
+        # the list its row was last written with
         self.list_images = list_images
+        self._reported_images = None
         self.indirection_api = indirection_api
         self.server_name = server_name or host
         self.servers = []
@@ -111,6 +113,7 @@ class Service:
             record.save()
             record.heartbeat()
         self.record = record
+        self._reported_images = record.images
         return record
 
     def _images(self):
@@ -131,11 +134,12 @@ class Service:
         if self.list_images is None or self.record is None:
             return
         images = self._images()
-        if images is None or images == self.record.images:
+        if images is None or images == self._reported_images:
             return
         with self._scope():
             self.record.images = images
             self.record.save()
+        self._reported_images = images
         LOG.info("%s on %s reports %d image(s)", self.binary, self.host,
                  len(images))
 

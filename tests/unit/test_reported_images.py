@@ -135,21 +135,25 @@ class _Record:
     def __init__(self, images):
         self.images = images
         self.saves = []
+        self.fail = False
 
     def save(self):
+        if self.fail:
+            raise ConnectionError("conductor unreachable")
         self.saves.append(self.images)
 
 
-def _reporting_service(listing):
+def _reporting_service(listing, reported=None):
     svc = service_mod.Service("volattach-compute", "h1", None, [], "1.9",
                               list_images=lambda: listing())
+    svc.record = _Record(reported)
+    svc._reported_images = reported
     return svc
 
 
 def test_report_images_saves_only_a_change():
     current = [[IMAGE_A]]
-    svc = _reporting_service(lambda: list(current[0]))
-    svc.record = _Record([IMAGE_A])
+    svc = _reporting_service(lambda: list(current[0]), [IMAGE_A])
     svc.report_images()
     assert svc.record.saves == []             # same list: no write
     current[0] = [IMAGE_A, IMAGE_B]
@@ -162,12 +166,44 @@ def test_report_images_saves_only_a_change():
 def test_a_listing_that_fails_keeps_the_last_report():
     def broken():
         raise PermissionError("image_dir: permission denied")
-    svc = _reporting_service(broken)
-    svc.record = _Record([IMAGE_A])
+    svc = _reporting_service(broken, [IMAGE_A])
     svc.report_images()
     assert svc.record.saves == [] and svc.record.images == [IMAGE_A]
     # at registration it is None: the API then accepts any imageRef here
     assert svc._images() is None
+
+
+def test_a_report_that_could_not_be_written_is_tried_again():
+    svc = _reporting_service(lambda: [IMAGE_A, IMAGE_B], [IMAGE_A])
+    svc.record.fail = True
+    with pytest.raises(ConnectionError):
+        svc.report_images()
+    svc.record.fail = False
+    svc.report_images()
+    assert svc.record.saves == [[IMAGE_A, IMAGE_B]]
+
+
+def test_register_writes_the_images_and_a_state_report_a_change(monkeypatch):
+    """Through the Service object, as a compute registers (its row
+    exists) and then reports on its heartbeat."""
+    current = [[IMAGE_A]]
+    written = []
+    row = _service(images=None, version=10)
+    monkeypatch.setattr(objects.Service, "get_by_host_and_binary",
+                        classmethod(lambda cls, ctx, host, binary: row))
+    monkeypatch.setattr(objects.Service, "save", lambda self: written.append(
+        (sorted(self.obj_what_changed()), self.images)) or self.obj_reset_changes())
+    monkeypatch.setattr(objects.Service, "heartbeat", lambda self: None)
+    svc = service_mod.Service("volattach-compute", "h1", "compute", [], "1.9",
+                              list_images=lambda: list(current[0]))
+    svc.register()
+    assert row.version == service_obj.SERVICE_VERSION
+    assert written[-1][1] == [IMAGE_A] and "images" in written[-1][0]
+    svc.report_images()
+    assert len(written) == 1
+    current[0] = [IMAGE_A, IMAGE_C]
+    svc.report_images()
+    assert written[-1] == (["images"], [IMAGE_A, IMAGE_C])
 
 
 def test_a_service_without_images_reports_none():
