@@ -606,12 +606,18 @@ def _unfinished_detach(run, volume, attached):
         record = objects.BlockDeviceMapping.get_by_volume_and_instance(
             run.context, volume_id, instance["uuid"])
         server = objects.Instance.get_by_uuid(run.context, instance["uuid"])
+        if server.host and run.compute_rpcapi is None:
+            item.error = "the server is on %s now: needs its unplug" % (
+                server.host)
+            return False
         if server.host:
             try:
                 detach.unplug(run.context, run.compute_rpcapi, server, record)
             except detach.ComputeUnreachable as error:
                 item.error = "%s; the next pass tries again" % error
                 return False
+            except exception.ServiceUnavailable:
+                raise       # the database or the broker away: failed
             except exception.VolattachException as error:
                 # a refusal of the compute: back to in-use, as the detach
                 # task does

@@ -584,3 +584,13 @@ def test_a_pending_detach_of_a_busy_server_is_left(world):
     assert report.items[0].outcome == reconcile.SKIPPED
     assert "rebooting" in report.items[0].error
     assert not compute.detach_volume.called
+
+
+def test_a_database_away_during_the_finish_is_a_failure_not_a_refusal(world):
+    _detaching(world)
+    compute = mock.Mock()
+    compute.detach_volume.side_effect = exception.DatabaseUnavailable()
+    report = run_finish(world, compute)
+    assert report.items[0].outcome == reconcile.FAILED
+    assert world.volumes.calls == []            # not rolled back
+    assert world.volumes.volumes["v1"]["status"] == "detaching"
