@@ -104,10 +104,11 @@ def min_version_for(context, instance):
 
 
 def schedule(context, instance):
-    """A compute host for ``instance``: in its availability zone, and new
-    enough for its volumes (``min_version_for``)."""
+    """A compute host for ``instance``: in its availability zone, new
+    enough for its volumes (``min_version_for``), able to boot its image."""
     return scheduler.select_host(context, instance.availability_zone,
-                                 min_version_for(context, instance))
+                                 min_version_for(context, instance),
+                                 image_ref=instance.image_ref)
 
 
 def execute_cast(task):

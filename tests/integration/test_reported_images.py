@@ -5,7 +5,8 @@ report through the conductor, not against a directory or list of its own.
 The API daemon is configured as the old check would have read it, with
 the libvirt driver and an image directory that does not exist (an API host
 of its own has none) and no fake images; each compute has an image the
-other lacks.  Both computes' images boot, an image no compute reports is a
+other lacks.  Both computes' images boot, each on a compute that reports
+it (the scheduler skips the other), and an image no compute reports is a
 400 that stores nothing.  Before this change every imageRef was a 400
 here."""
 import uuid
@@ -43,13 +44,23 @@ def api(deployment):
                                  "alice:images-%s" % uuid.uuid4().hex[:8])
 
 
-def test_images_reported_by_either_compute_boot(api):
-    for image in (SHARED, ONLY_1, ONLY_2):
+def test_images_reported_by_either_compute_boot_on_a_compute_that_has_them(
+        deployment, api):
+    admin = clients.ComputeClient(deployment.api_url, "admin:admin:admin")
+    # compute2's image twice first: the fewest-servers choice alone would
+    # put the first on compute1 (the tie goes to the first name), the
+    # second on compute2
+    for image, hosts in ((ONLY_2, {"compute2"}), (ONLY_2, {"compute2"}),
+                         (ONLY_1, {"compute1"}), (ONLY_1, {"compute1"}),
+                         (SHARED, {"compute1", "compute2"})):
         status, body, _ = api.create_server(name=image[:8], image_ref=image,
                                             microversion="2.37")
         assert status == 202, (image, body)
         server = api.wait_for_server_status(body["server"]["id"], "ACTIVE")
         assert server["image"]["id"] == image
+        status, body, _ = admin.request("GET", "/servers/%s" % server["id"])
+        assert status == 200, body
+        assert body["server"]["OS-EXT-SRV-ATTR:host"] in hosts, (image, body)
 
 
 def test_an_image_no_compute_reports_is_400_and_stores_nothing(api):
