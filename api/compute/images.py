@@ -7,7 +7,8 @@ libvirt driver's ``[libvirt] image_dir`` directories, the fake driver's
 state report when they changed.  The API reads those rows through objects
 and never a directory of its own host: an API host of its own has none.
 
-``ReportedImages.check`` accepts an imageRef that an up compute reports;
+``ReportedImages.check`` accepts an imageRef that an up compute reports
+(the conductor's scheduler then places the server on such a compute);
 otherwise it answers 400 "Image X could not be found." (Nova's message),
 with one exception: while an up compute reports no list (a compute older
 than service version 11, ``IMAGES_REPORT_SERVICE_VERSION``, during a
