@@ -198,6 +198,26 @@ def test_multiattach_rw_and_target_held_ro(iscsi_api, iscsi_volumes,
                         "conv=sync" % (dev_b, OFFSET))
     assert status != 0 and "Operation not permitted" in out, out
 
+    # the CHAP passwords are in no log and no domain XML
+    backend = tgt.ISCSIBackend(
+        "check", "check", os.path.join(iscsi_deployment.state, "volumes"),
+        "127.0.0.1")
+    passwords = [backend.chap(volume_id, mode)[1] for mode in ("rw", "ro")]
+    # (they are the real ones: the rw one logs in)
+    from tests.unit.volume.test_tgt_backend import qemu_io
+    probe = qemu_io({"target_portal": "127.0.0.1:3260", "target_iqn": rw_iqn,
+                     "target_lun": 1,
+                     "auth_username": tgt.chap_user(volume_id, "rw"),
+                     "auth_password": passwords[0]},
+                    "read 0 4k", initiator=libvirt_driver.iscsi_initiator(),
+                    readonly=True)
+    assert probe.returncode == 0 and "read 4096" in probe.stdout, probe
+    with open(os.path.join(iscsi_deployment.tmp, "volattach-all.log")) as f:
+        log = f.read()
+    for guest in (a, b):
+        xml = rbd_tests._virsh("dumpxml", "volattach-%s" % guest.id)
+        assert not [p for p in passwords if p in xml + log]
+
     rbd_tests._detach(iscsi_api, a, volume_id)
     iscsi_volumes.wait_for_volume_status(volume_id, "in-use")
     assert _target_block(rw_iqn) is None
