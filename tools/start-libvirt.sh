@@ -34,10 +34,13 @@ if [ "$(id -u)" != 0 ]; then
     SUDO="sudo"
 fi
 
+# qemu-block-extra: QEMU's rbd and iscsi (libiscsi: block-iscsi.so)
+# block drivers, which open rbd and iscsi volumes without kernel modules
 PACKAGES="qemu-system-x86 qemu-utils qemu-block-extra qemu-system-common \
 pkg-config gcc python3-dev genisoimage busybox-static cpio"
 # libvirt-daemon-driver-secret: the libvirt secrets that hold the cephx keys
-# of rbd disks (without it: "not supported by the connection driver")
+# of rbd disks (without it: "not supported by the connection driver") and
+# the CHAP passwords of iscsi disks
 LIBVIRT_PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt-dev \
 libvirt-daemon-driver-secret"
 
