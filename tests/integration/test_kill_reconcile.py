@@ -13,7 +13,8 @@ times, each time on a fresh server and volume:
 - attach, during the compute's attach (``attach_latency``): the volume is
   ``attaching`` with a record;
 - detach, during the compute's detach (``detach_latency``): the volume is
-  ``detaching``;
+  ``detaching``; the pass finishes the detach the user asked for (it ends
+  ``available``, without a record), it does not roll it back;
 - swap, during the compute's swap: the server's compute is SIGKILLed first so
   that the conductor blocks in its call, then the conductor is SIGKILLed: the
   new volume is reserved/attaching with no record, the old one ``detaching``.
@@ -250,6 +251,9 @@ def test_sigkill_at_each_step_then_one_pass_leaves_no_drift(
         print(result.stdout)
     assert counts["failed"] == 0, result.stdout
     assert left == {}, (left, result.stdout)
+    detached = {(s, v): after[(s, v)] for name, s, v in touched
+                if name == "detach/detach"}
+    assert set(detached.values()) == {("available", False)}, detached
     # the drift was real: every step left something for the pass
     assert drifted, before
     assert counts["repaired"] >= len(drifted)
