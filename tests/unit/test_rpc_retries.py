@@ -236,3 +236,30 @@ def test_a_call_longer_than_the_monitor_is_answered(monitored, start_server):
     monitor gets its answer."""
     start_server("slow", Slow(3))
     assert monitored("slow", 2, timeout=30).call(_ctxt(), "wait") == "done"
+
+
+def test_the_amqp_poll_loops_first_wait_after_a_message_is_rpc_poll_min(monkeypatch):
+    """oslo.messaging's poll threads wait RPC_POLL_MIN_SECONDS, not 1 ms,
+    after a message before timing out, doubling from there (fewer idle
+    wakeups per message); a message still ends a wait at once."""
+    import types
+    from oslo_messaging._drivers import amqpdriver
+    from oslo_messaging._drivers import common as rpc_common
+    monkeypatch.setattr(amqpdriver, "ACK_REQUEUE_EVERY_SECONDS_MIN", 0.001)
+    rpc._poll_less_often()
+    rpc._poll_less_often()              # idempotent
+    assert amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN == rpc.RPC_POLL_MIN_SECONDS
+    waits, stop = [], threading.Event()
+
+    def consume(timeout):
+        waits.append(timeout)
+        if len(waits) == 3:
+            return                      # a message came
+        if len(waits) == 5:
+            stop.set()
+        raise rpc_common.Timeout()
+    poller = types.SimpleNamespace(_thread_exit_event=stop,
+                                   conn=types.SimpleNamespace(consume=consume))
+    amqpdriver.ReplyWaiter.poll(poller)
+    first = rpc.RPC_POLL_MIN_SECONDS
+    assert waits == [first, 2 * first, 4 * first, first, 2 * first]
