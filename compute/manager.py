@@ -37,7 +37,7 @@ def _mode(bdm):
 
 
 class ComputeManager:
-    target = messaging.Target(version="1.9")
+    target = messaging.Target(version="1.10")
 
     def __init__(self, host, driver):
         self.host = host
@@ -257,9 +257,30 @@ class ComputeManager:
         with locks.lock(instance.uuid):
             self.driver.resume(instance)
 
-    def reboot_instance(self, context, instance, reboot_type):
+    def reboot_instance(self, context, instance, reboot_type, bdms=None):
+        """``bdms`` (compute RPC 1.10, a HARD reboot): the server's
+        mappings with the connections the conductor just refreshed.  The
+        volumes the guest has plugged (read under the instance lock, as
+        rebuild does: an attach or detach in flight is left alone) are
+        connected with them and the driver plugs its disks again from them
+        on the new boot, as Nova's hard reboot regenerates the guest from
+        its block_device_info."""
         with locks.lock(instance.uuid):
-            self.driver.reboot(instance, reboot_type)
+            if bdms is None:
+                self.driver.reboot(instance, reboot_type)
+                return
+            plugged = self.driver.volume_device_names(instance)
+            block_device_info = []
+            for bdm in bdms:
+                if (bdm.is_volume and bdm.connection_info
+                        and bdm.device_name in plugged):
+                    info = bdm.get_connection_info()
+                    self._connect(info, instance, bdm)
+                    block_device_info.append(
+                        {"device_name": bdm.device_name,
+                         "connection_info": info, "mode": _mode(bdm)})
+            self.driver.reboot(instance, reboot_type,
+                               block_device_info=block_device_info)
 
     # -- compute RPC 1.7 -----------------------------------------------------------
     def rebuild_instance(self, context, instance, bdms, power_on):

@@ -30,6 +30,12 @@ API version history:
     1.9 - reserve_block_device_name takes bdm_uuid, the uuid the new BDM
           gets: a conductor whose call got no answer (a broker restart
           lost it) finds and destroys the record the compute made
+    1.10 - reboot_instance takes bdms: on a HARD reboot the server's
+          mappings with the connection_info the conductor just refreshed
+          (attachment_update), and the compute plugs the disks again from
+          them (a moved Ceph monitor or NBD export is reached on the new
+          boot).  An older compute gets the 1.6 call and reboots with the
+          addresses the guest had.
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -58,7 +64,7 @@ _CAP_TTL = 10.0
 
 
 class ComputeAPI:
-    VERSION = "1.9"
+    VERSION = "1.10"
 
     def __init__(self):
         self._cap_lock = threading.Lock()
@@ -187,9 +193,22 @@ class ComputeAPI:
     def resume_instance(self, ctxt, instance):
         return self._call_16(ctxt, instance, "resume_instance")
 
-    def reboot_instance(self, ctxt, instance, reboot_type):
+    def reboot_instance(self, ctxt, instance, reboot_type, bdms=None):
+        """``bdms``: the server's mappings with fresh connections (a HARD
+        reboot), sent to computes of 1.10 and up; an older one reboots
+        with the disks it has."""
+        client = self._client(instance.host)
+        if bdms is not None and client.can_send_version("1.10"):
+            return client.prepare(version="1.10").call(
+                ctxt, "reboot_instance", instance=instance,
+                reboot_type=reboot_type, bdms=bdms)
         return self._call_16(ctxt, instance, "reboot_instance",
                              reboot_type=reboot_type)
+
+    def reconnects_on_reboot(self, host):
+        """Whether reboot_instance to ``host`` carries the mappings
+        (compute RPC 1.10): only then are they worth refreshing."""
+        return self._client(host).can_send_version("1.10")
 
     def rebuild_instance(self, ctxt, instance, bdms, power_on):
         """Re-create the guest from ``instance.image_ref`` with the

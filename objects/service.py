@@ -16,7 +16,7 @@ from oslo_versionedobjects import fields
 from volattach.objects import base
 from volattach import exception
 
-SERVICE_VERSION = 11
+SERVICE_VERSION = 12
 
 SERVICE_VERSION_HISTORY = (
     # Version 0: no service version reported (never sent by volattach)
@@ -58,6 +58,10 @@ SERVICE_VERSION_HISTORY = (
     # state report; the API checks an imageRef against them
     # (api/compute/images.py).  Same compute RPC.
     {"compute_rpc": "1.9"},
+    # Version 12: compute RPC 1.10 (a HARD reboot_instance takes the
+    # server's mappings with refreshed connections and plugs the disks
+    # again from them)
+    {"compute_rpc": "1.10"},
 )
 
 # The first service version whose computes suspend, resume and reboot.
@@ -71,6 +75,9 @@ READ_ONLY_ATTACH_SERVICE_VERSION = 3
 LIVE_MIGRATION_SERVICE_VERSION = 4
 # The first service version whose computes report the images they can boot.
 IMAGES_REPORT_SERVICE_VERSION = 11
+# The first service version whose computes reconnect the volumes on a hard
+# reboot (compute RPC 1.10); an older one reboots with what it had.
+REBOOT_RECONNECT_SERVICE_VERSION = 12
 
 
 def compute_rpc_for_service_version(version):

@@ -45,6 +45,7 @@ class FakeDriver(driver.ComputeDriver):
         self.target_reuses = 0        # connects that found the target connected
         self.max_target_users = 0
         self.lost_connections = []    # {"target", "attachments"} per bad logout
+        self.reboots = []             # each reboot's arguments (tests)
 
     # -- helpers --------------------------------------------------------------
     def _step(self, operation):
@@ -260,9 +261,21 @@ class FakeDriver(driver.ComputeDriver):
         self._step("resume")
         self._set_power(instance, "running")
 
-    def reboot(self, instance, reboot_type):
+    def reboot(self, instance, reboot_type, block_device_info=None):
+        """``block_device_info`` (a HARD reboot of compute RPC 1.10): the
+        plugged volumes with fresh connections; the guest's devices take
+        them, and ``reboots`` records each call as it came."""
         self._step("reboot")
-        self._set_power(instance, "running")
+        with self._lock:
+            self.reboots.append({"instance": instance.uuid,
+                                 "reboot_type": reboot_type,
+                                 "block_device_info": block_device_info})
+            guest = self.guests.get(instance.uuid)
+            if guest is not None:
+                guest["power"] = "running"
+                for d in block_device_info or ():
+                    guest["devices"][d["device_name"]] = d["connection_info"]
+                    guest["modes"][d["device_name"]] = d.get("mode") or "rw"
 
     def _set_power(self, instance, power):
         with self._lock:

@@ -3,6 +3,7 @@ change of the guest's power (``PowerActionTask``, one run per action)."""
 import logging
 
 from volattach.conductor.tasks import base
+from volattach import objects
 from volattach.objects import instance as instance_obj
 
 LOG = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ class PowerActionTask(base.TaskBase):
         (self.event_name, self.method, self.task_state, self.vm_state,
          self.power_state) = ACTIONS[action]
         self.reboot_args = ()
+        self.reboot_type = reboot_type
         if action == "reboot":
             self.task_state = REBOOT_TASK_STATES[reboot_type]
             self.reboot_args = (reboot_type,)
@@ -52,13 +54,31 @@ class PowerActionTask(base.TaskBase):
                                 instance.host)
         self._did("put the task state back", self._reset_task_state,
                   self.task_state)
+        kwargs = {}
+        if (self.reboot_type == "HARD"
+                and self.compute_rpcapi.reconnects_on_reboot(instance.host)):
+            kwargs["bdms"] = self._refreshed_volumes()
         getattr(self.compute_rpcapi, self.method)(self.context, instance,
-                                                  *self.reboot_args)
+                                                  *self.reboot_args, **kwargs)
         instance.vm_state = self.vm_state
         instance.power_state = self.power_state
         instance.task_state = None
         base.retry_transient(instance.save,
                              expected_task_state=[self.task_state])
+
+    def _refreshed_volumes(self):
+        """A HARD reboot plugs the volumes again, as Nova's regenerates
+        the guest from its block_device_info: each attachment is updated
+        with the compute's connector (as unshelve connects) and the
+        records keep the connection the volume service answers now, so a
+        storage address that moved since the attach (a Ceph monitor, an
+        NBD export) is the one the new boot uses.  A compute older than
+        compute RPC 1.10 is not asked: it reboots with what it had."""
+        bdms = base.retry_transient(
+            objects.BlockDeviceMappingList.get_by_instance_uuid,
+            self.context, self.instance.uuid)
+        self._connect_volumes(self.instance.host, bdms)
+        return bdms
 
     def _on_success(self):
         self.event.success()

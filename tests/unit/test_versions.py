@@ -82,6 +82,7 @@ COMPUTE_MANAGER_SIGNATURE_SHA1 = {
     "1.7": "765789a34f239ebc41fef0faba8192c1ad37bd1e",
     "1.8": "23ef898e7e0325dadc634ce90258e674675027d0",
     "1.9": "d9ce8a947edffa7326ebe71b9025b6d2f9cfae58",
+    "1.10": "09e6c90e9eb0efe9c5f689d8620d4c277f3d91b3",
 }
 
 
@@ -130,6 +131,7 @@ def test_conductor_task_versions_agree():
                                               (5, "1.4"), (6, "1.5"),
                                               (7, "1.6"), (8, "1.7"), (9, "1.8"),
                                               (10, "1.9"), (11, "1.9"),
+                                              (12, "1.10"),
                                               (99, compute_rpcapi.ComputeAPI.VERSION)])
 def test_compute_rpc_for_service_version(version, expected):
     assert service_obj.compute_rpc_for_service_version(version) == expected
@@ -140,6 +142,7 @@ def test_compute_rpc_for_service_version(version, expected):
     (service_obj.LIVE_MIGRATION_SERVICE_VERSION, "1.3"),
     (service_obj.SUSPEND_REBOOT_SERVICE_VERSION, "1.6"),
     (service_obj.REBUILD_SERVICE_VERSION, "1.7"),
+    (service_obj.REBOOT_RECONNECT_SERVICE_VERSION, "1.10"),
 ])
 def test_feature_service_versions_are_the_first_with_their_rpc(first, rpc):
     """A feature's first service version is the one whose computes speak

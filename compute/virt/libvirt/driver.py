@@ -576,15 +576,24 @@ class LibvirtDriver(driver.ComputeDriver):
         if not dom.isActive():
             dom.create()
 
-    def reboot(self, instance, reboot_type):
+    def reboot(self, instance, reboot_type, block_device_info=None):
         """SOFT: ask the guest to shut down (ACPI) and start it again; a
         guest that has not stopped within [libvirt]
         wait_soft_reboot_seconds is rebooted hard.  HARD: stop it at once
         and start it again.  Either way the new boot takes the live
         definition (the disks as they are now, after any swap), not the
-        one the domain was defined with."""
+        one the domain was defined with.
+
+        ``block_device_info`` (a HARD reboot, compute RPC 1.10): the
+        plugged volumes with fresh connections; their <disk>s are written
+        again from them (a Ceph monitor or an NBD export that moved since
+        the attach is reached on the new boot) and the domain defined so."""
         dom = self._domain(instance)
         live = dom.XMLDesc(0) if dom.isActive() else None
+        if reboot_type == "HARD" and block_device_info:
+            live = self._with_disks(live or dom.XMLDesc(
+                self._host.libvirt.VIR_DOMAIN_XML_INACTIVE),
+                block_device_info)
         if live is not None and reboot_type == "SOFT":
             dom.shutdown()
             deadline = time.monotonic() + CONF.libvirt.wait_soft_reboot_seconds
@@ -595,6 +604,30 @@ class LibvirtDriver(driver.ComputeDriver):
         if live is not None:
             dom = self._conn.defineXML(live)
         dom.create()
+
+    def _with_disks(self, xml, block_device_info):
+        """``xml`` with the <disk> at each device of ``block_device_info``
+        replaced by the one its connection makes (its PCI <address> kept,
+        so the guest sees its disks where it had them); other disks as
+        they are."""
+        root = ET.fromstring(xml)
+        devices = root.find("devices")
+        fresh = {d["device_name"].rsplit("/", 1)[-1]: d
+                 for d in block_device_info}
+        for index, disk in enumerate(list(devices)):
+            target = disk.find("target") if disk.tag == "disk" else None
+            d = fresh.get(target.get("dev") if target is not None else None)
+            if d is None:
+                continue
+            new = ET.fromstring(self._disk_xml(d["connection_info"],
+                                               d["device_name"],
+                                               d.get("mode") or "rw"))
+            address = disk.find("address")
+            if address is not None:
+                new.append(address)
+            devices.remove(disk)
+            devices.insert(index, new)
+        return ET.tostring(root, encoding="unicode")
 
     def power_on(self, instance):
         dom = self._domain(instance)
