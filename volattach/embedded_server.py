@@ -32,17 +32,12 @@ And three things waitress does per request that cost CPU for nothing here
   (RFC 9112, 6.3);
 - the head and the first body chunk went out in two ``send`` calls (two
   wake-ups of the client): they go out in one;
-- each request was read by the event loop and handed to a pool thread
-  (two wake-ups), and its end woke the loop through its wake-up pipe so
-  that it polled the connection again: now the thread that answered waits
-  on the socket for the next request (up to ``LINGER_SECONDS``, while the
-  pool has another idle thread and no task waits) and serves it itself,
-  and the loop, which stops polling a connection once its request is
-  queued (``channel_request_lookahead`` 0), is woken once when the thread
-  lets the connection go.  With ``LINGER_SECONDS`` 0, a connection stays
-  polled for reading while its request runs (lookahead 1) and the end of
-  a request wakes the loop only when it has something to do for the
-  connection.
+- each finished request woke the event loop through its wake-up pipe, so
+  that the loop polled the connection for reading again: the connection
+  stays polled for reading while its request runs
+  (``channel_request_lookahead`` 1, which also notices a client that hangs
+  up mid-request), and the wake-up is skipped when the loop has nothing to
+  do for the connection (nothing left to send, not closing).
 """
 import re
 import select
@@ -211,10 +206,7 @@ class Channel(waitress_channel.HTTPChannel):
                 self.lingering = False
                 # the loop polls the connection again (and sees anything
                 # that arrived meanwhile, a hang-up too)
-                try:
-                    self.server.pull_trigger()
-                except OSError:
-                    pass    # shutting down: the wake-up pipe is closed
+                self.server.pull_trigger()
 
     def _next_request(self):
         """Wait for the next request on the socket (a lingering task
