@@ -1,6 +1,6 @@
 """CPU per request of the in-process HTTP server alone (waitress and options).
 
-``python -m benchmarks.http_server_cost [--requests N] [--rounds R] [--tree NAME=PATH]
+``python -m benchmarks.http_server_cost [--requests N] [--rounds R]
 [--variant NAME ...]``
 
 Serves a trivial WSGI application (a JSON body of the size of a volume view,
@@ -28,8 +28,6 @@ REPO = os.path.dirname(HERE)
 # name -> (threads, adjustments overrides)
 VARIANTS = {
     "default": (8, {}),
-    # waitress as before lingering task threads (embedded_server.Channel)
-    "no-linger": (8, {"linger": 0, "channel_request_lookahead": 1}),
     "threads1": (1, {}),
     "select": (8, {"asyncore_use_poll": False}),
     "lookahead0": (8, {"channel_request_lookahead": 0}),
@@ -58,8 +56,6 @@ def patched(conf, host, port, sock=None):
         setattr(adj, k, v)
     return adj
 embedded_server._adjustments = patched
-if "linger" in extra:
-    embedded_server.Server.linger_seconds = extra.pop("linger")
 body = %(body)r
 headers = [("Content-Type", "application/json"),
            ("Content-Length", str(len(body))),
@@ -67,17 +63,8 @@ headers = [("Content-Type", "application/json"),
 def app(environ, start_response):
     start_response("200 OK", headers)
     return [body]
-if extra.get("tree"):
-    # another tree's volattach.wsgi_server (3fcb7c7: a thread per connection)
-    for name in [m for m in sys.modules if m.startswith("volattach")]:
-        del sys.modules[name]
-    sys.path.insert(0, extra["tree"])
-    from volattach import wsgi_server as tree_server
-    server = tree_server.serve_in_thread(app, "127.0.0.1", 0)
-    print(server.server_address[1], flush=True)
-else:
-    server = embedded_server.serve_in_thread(app, "127.0.0.1", 0, conf=conf)
-    print(server.port, flush=True)
+server = embedded_server.serve_in_thread(app, "127.0.0.1", 0, conf=conf)
+print(server.port, flush=True)
 sys.stdin.read()
 server.shutdown()
 """
@@ -101,14 +88,8 @@ def _cpu(proc):
 
 
 def run_variant(name, requests):
-    if "=" in name:     # --tree NAME=PATH
-        return _run(1, {"tree": name.split("=", 1)[1]}, requests)
-    threads, extra = VARIANTS[name]
-    return _run(threads, extra, requests)
-
-
-def _run(threads, extra, requests):
     import psutil
+    threads, extra = VARIANTS[name]
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD % {"repo": REPO, "body": BODY},
          json.dumps([threads, extra])],
@@ -151,12 +132,8 @@ def main(argv=None):
     p.add_argument("--requests", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--variant", action="append", choices=sorted(VARIANTS))
-    p.add_argument("--tree", action="append", default=[], metavar="NAME=PATH",
-                   help="also serve with the volattach.wsgi_server."
-                        "serve_in_thread of another checkout (before "
-                        "waitress: 3fcb7c7)")
     args = p.parse_args(argv)
-    names = (args.variant or list(VARIANTS)) + args.tree
+    names = args.variant or list(VARIANTS)
     results = {n: [] for n in names}
     for r in range(args.rounds):
         for n in names:

@@ -40,7 +40,6 @@ And three things waitress does per request that cost CPU for nothing here
   do for the connection (nothing left to send, not closing).
 """
 import re
-import select
 import threading
 import time
 
@@ -58,11 +57,6 @@ LOG = logging.getLogger(__name__)
 
 
 _BARE_LF = re.compile(rb"(?<!\r)\n")
-
-# How long a task thread waits on its connection for the next request after
-# answering one, before handing the connection back to the event loop
-# (Channel.service; 0: never).
-LINGER_SECONDS = 0.05
 
 
 class RequestParser(waitress_parser.HTTPRequestParser):
@@ -143,12 +137,6 @@ class Channel(waitress_channel.HTTPChannel):
     # What readable() last answered the event loop (None while it decides):
     # whether the loop polls this connection for reading.
     polled_for_read = None
-    # A task thread owns the connection: it serves a request and then waits
-    # for the next one on the socket itself (the loop leaves it alone).
-    lingering = False
-    # The lingering thread is feeding the parser: a completed request is
-    # served by that thread, not queued to the pool.
-    inline = False
 
     def write_soon(self, data):
         held = self.held
@@ -164,18 +152,10 @@ class Channel(waitress_channel.HTTPChannel):
         return super().write_soon(data)
 
     def readable(self):
-        if self.lingering:
-            self.polled_for_read = False
-            return False
         self.polled_for_read = None
         readable = super().readable()
         self.polled_for_read = readable
         return readable
-
-    def handle_read(self):
-        if self.lingering:
-            return      # the task thread reads (the loop polled it earlier)
-        super().handle_read()
 
     def loop_has_nothing_to_do(self):
         """After this connection's request: whether the event loop already
@@ -186,63 +166,11 @@ class Channel(waitress_channel.HTTPChannel):
                     and not self.close_when_flushed)
 
     def service(self):
-        """Serve the request, then, while the pool has a thread to spare,
-        wait up to ``LINGER_SECONDS`` for the next request on this socket
-        and serve it from this thread too: a client's back-to-back requests
-        then cost one wake-up each (this thread's), not two (the loop's,
-        then a pool thread's) plus the loop's re-polling."""
         _serving.channel = self
-        me = threading.get_ident()
-        # the owner's thread id: a pipelined request queued by waitress
-        # may be served by another thread meanwhile, which then owns it
-        self.lingering = me if self.server.may_linger() else False
         try:
             super().service()
-            while self.lingering == me and self._next_request():
-                super().service()
         finally:
             _serving.channel = None
-            if self.lingering == me:
-                self.lingering = False
-                # the loop polls the connection again (and sees anything
-                # that arrived meanwhile, a hang-up too)
-                self.server.pull_trigger()
-
-    def _next_request(self):
-        """Wait for the next request on the socket (a lingering task
-        thread); True when a complete one is in ``requests``, for this
-        thread to serve.  False hands the connection back to the loop:
-        time is up, the pool is needed elsewhere, output is pending, the
-        connection closes, or the client hung up (the loop finds out)."""
-        deadline = time.monotonic() + self.server.linger_seconds
-        poller = None
-        while True:
-            if (self.requests or not self.connected or self.will_close
-                    or self.close_when_flushed or self.total_outbufs_len
-                    or not self.server.may_linger()):
-                return False    # (requests: pipelined, queued by waitress)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            try:
-                if poller is None:
-                    poller = select.poll()
-                    poller.register(self.socket.fileno(), select.POLLIN)
-                if not poller.poll(remaining * 1000.0):
-                    return False
-                data = self.socket.recv(self.adj.recv_bytes)
-            except (OSError, ValueError):
-                return False
-            if not data:
-                return False
-            self.last_activity = time.time()
-            self.inline = True
-            try:
-                self.received(data)
-            finally:
-                self.inline = False
-            if self.requests:
-                return True
 
     def received(self, data):
         now = time.monotonic()
@@ -275,7 +203,6 @@ class Server(waitress_server.TcpWSGIServer):
 
     channel_class = Channel
     header_timeout = 20.0
-    linger_seconds = LINGER_SECONDS
     thread = None
     name = "wsgi"
 
@@ -296,33 +223,13 @@ class Server(waitress_server.TcpWSGIServer):
 
     def pull_trigger(self):
         # waitress wakes the loop at the end of every request; skip it when
-        # the loop would find nothing to do (see Channel), or while the
-        # task thread keeps the connection (it wakes the loop when it lets
-        # go).  Any other call (a task flushing or waiting for room) finds
-        # a request running or output pending, and wakes it.
+        # the loop would find nothing to do (see Channel).  Any other call
+        # (a task flushing or waiting for room) finds a request running or
+        # output pending, and wakes it.
         channel = getattr(_serving, "channel", None)
-        if channel is not None and (
-                (channel.lingering and not channel.requests
-                 and not channel.total_outbufs_len)
-                or channel.loop_has_nothing_to_do()):
+        if channel is not None and channel.loop_has_nothing_to_do():
             return
         super().pull_trigger()
-
-    def add_task(self, task):
-        if task.inline and getattr(_serving, "channel", None) is task:
-            return      # its lingering thread serves it (Channel.service)
-        super().add_task(task)
-
-    def may_linger(self):
-        """Whether a task thread may keep its connection after a request:
-        lingering is on, no task waits for a thread and another thread is
-        idle (reads without the dispatcher's lock: a hint)."""
-        if self.linger_seconds <= 0:
-            return False
-        dispatcher = self.task_dispatcher
-        idle = (len(dispatcher.threads) - dispatcher.stop_count
-                - dispatcher.active_count)
-        return not dispatcher.queue and idle >= 1
 
     def maintenance(self, now):
         super().maintenance(now)
@@ -379,12 +286,9 @@ def _adjustments(conf, host, port, sock=None):
         max_request_body_size=wsgi.max_request_body_size,
         max_request_header_size=wsgi.max_request_header_size,
         ident="volattach", expose_tracebacks=False, asyncore_use_poll=True,
-        # Lingering task threads (Channel.service) wait for the next
-        # request themselves: the loop stops polling a connection once its
-        # request is queued.  Without lingering, a connection stays polled
-        # for reading while its request runs, so that the end of a request
-        # need not wake the loop (Server.pull_trigger).
-        channel_request_lookahead=0 if LINGER_SECONDS > 0 else 1)
+        # a connection stays polled for reading while its request runs, so
+        # the end of a request need not wake the loop (Server.pull_trigger)
+        channel_request_lookahead=1)
 
 
 def make_server(app, host, port, conf=None, name="wsgi", server_class=Server,
