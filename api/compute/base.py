@@ -102,12 +102,13 @@ class FacadeBase:
         the workflow ``method`` yet."""
         self.compute_task_api.rpcapi.check_can_send(method)
 
-    def _check_image(self, image_ref, context=None):
+    def _check_image(self, image_ref, context=None, host=None):
         """There is no image service: an imageRef must be an image that an
-        up compute reports it can boot (``api/compute/images.py``: 400
-        "Image X could not be found." otherwise, as Nova answers; accepted
-        while an up compute reports no list, an older one)."""
-        self._images.check(context, image_ref)
+        up compute reports it can boot, ``host``'s compute when given (a
+        rebuild) (``api/compute/images.py``: 400 "Image X could not be
+        found." otherwise, as Nova answers; accepted while a compute
+        concerned reports no list, an older one)."""
+        self._images.check(context, image_ref, host=host)
 
     @staticmethod
     def _check_state(instance, method, vm_states, task_states=(None,)):

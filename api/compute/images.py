@@ -38,6 +38,16 @@ from volattach import objects
 from volattach import servicegroup
 
 
+def _admin(context):
+    return (context.elevated() if context is not None
+            else volattach_context.get_admin_context())
+
+
+def _not_found(image_ref):
+    return exception.InvalidInput(
+        message="Image %s could not be found." % image_ref)
+
+
 class _Union:
     """The images reported by the up computes read at ``read_at``;
     ``complete`` when every up compute reported a list."""
@@ -60,27 +70,33 @@ class ReportedImages:
         self._lock = threading.Lock()
         self._union = None
 
-    def check(self, context, image_ref):
+    def check(self, context, image_ref, host=None):
         """Raise ``InvalidInput`` (400, "Image X could not be found.") when
         no up compute can boot ``image_ref`` (see the module docstring for
-        when any is accepted)."""
+        when any is accepted); with ``host`` (a rebuild, which stays on the
+        server's host), when that host's compute reports its images
+        without this one."""
         if not image_ref:
             return
+        if host is not None:
+            service = objects.Service.get_by_host_and_binary(
+                _admin(context), host, compute_rpcapi.BINARY)
+            if (service is not None and service.reports_images
+                    and image_ref not in service.images):
+                raise _not_found(image_ref)
         union = self._union
         if (union is not None and self._clock() - union.read_at < self.ttl
                 and image_ref in union.images):
             return
         union = self._read(context)
         if not union.allows(image_ref):
-            raise exception.InvalidInput(
-                message="Image %s could not be found." % image_ref)
+            raise _not_found(image_ref)
 
     def _read(self, context):
         now = self._clock()
-        admin = (context.elevated() if context is not None
-                 else volattach_context.get_admin_context())
         images, up, complete = set(), 0, True
-        for service in objects.ServiceList.get_all(admin, binary=compute_rpcapi.BINARY):
+        for service in objects.ServiceList.get_all(_admin(context),
+                                                   binary=compute_rpcapi.BINARY):
             if not servicegroup.is_up(service):
                 continue
             up += 1

@@ -148,7 +148,7 @@ class ServerActionsAPI(base.FacadeBase):
         self._check_state(instance, "rebuild", SERVER_ACTIONS["rebuild"][0])
         if not instance.host:
             raise exception.InstanceNotReady(instance_id=instance.uuid)
-        self._check_image(image_ref)
+        self._check_image(image_ref, context, host=instance.host)
         if changes.get("key_name"):
             self.check_key_name(context, changes["key_name"])
         bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context,

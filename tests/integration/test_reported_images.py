@@ -72,3 +72,26 @@ def test_an_image_no_compute_reports_is_400_and_stores_nothing(api):
         "Image %s could not be found." % unknown
     status, body, _ = api.request("GET", "/servers")
     assert status == 200 and body["servers"] == [], body
+
+
+def test_a_rebuild_needs_the_image_on_the_servers_own_host(deployment, api):
+    status, body, _ = api.create_server(name="rb", image_ref=ONLY_2,
+                                        microversion="2.37")
+    assert status == 202, body
+    server_id = body["server"]["id"]
+    api.wait_for_server_status(server_id, "ACTIVE")
+    # compute1 has it, the server's compute2 does not: 400, nothing changes
+    status, body, _ = api.request(
+        "POST", "/servers/%s/action" % server_id,
+        {"rebuild": {"imageRef": ONLY_1}})
+    assert status == 400, body
+    assert body["badRequest"]["message"] == \
+        "Image %s could not be found." % ONLY_1
+    server = api.wait_for_server_status(server_id, "ACTIVE")
+    assert server["image"]["id"] == ONLY_2
+    status, body, _ = api.request(
+        "POST", "/servers/%s/action" % server_id,
+        {"rebuild": {"imageRef": SHARED}})
+    assert status == 202, body
+    server = api.wait_for_server_status(server_id, "ACTIVE")
+    assert server["image"]["id"] == SHARED

@@ -329,3 +329,20 @@ def test_only_a_reported_image_is_answered_from_the_cache(computes):
     _refused(check, IMAGE_C)
     check.check(None, IMAGE_B)
     assert len(computes.reads) == 2
+
+
+def test_a_rebuild_checks_the_image_on_the_servers_own_host(computes, monkeypatch):
+    rows = {"c1": _row("c1", [IMAGE_A]), "c2": _row("c2", [IMAGE_B]),
+            "old": _row("old", None, version=10)}
+    computes.rows.extend(rows.values())
+    monkeypatch.setattr(objects.Service, "get_by_host_and_binary", classmethod(
+        lambda cls, ctx, host, binary: rows.get(host)))
+    check = api_images.ReportedImages()
+    check.check(None, IMAGE_A, host="c1")
+    # c2 has it, but the rebuild stays on c1
+    with pytest.raises(exception.InvalidInput) as caught:
+        check.check(None, IMAGE_B, host="c1")
+    assert caught.value.format_message() == "Image %s could not be found." % IMAGE_B
+    # a host that reports no list: as for a create
+    check.check(None, IMAGE_B, host="old")
+    check.check(None, IMAGE_C, host="old")
