@@ -15,6 +15,11 @@ recorded in ``lost_connections`` (tests assert that list stays empty), and a
 target left connected with no user shows in ``stats()["targets"]``.  With
 ``[fake_driver] stats_file`` set, ``stats()`` is written to that JSON file on
 every change (how tests read the counters of a compute daemon).
+
+``connect_volume`` refuses a ``driver_volume_type`` the libvirt driver has
+no volume driver for, with the libvirt driver's own check (its table in
+``libvirt/volume``): a test of an unknown type fails as a real compute
+would.
 """
 import json
 import os
@@ -23,6 +28,7 @@ import time
 
 from volattach.compute import connections as host_connections
 from volattach.compute.virt import driver
+from volattach.compute.virt.libvirt import volume as libvirt_volume
 from volattach import exception
 from volattach.conf import CONF
 from volattach.device_naming import device_suffix
@@ -119,6 +125,10 @@ class FakeDriver(driver.ComputeDriver):
 
     def connect_volume(self, connection_info, instance):
         self._step("connect")
+        if (connection_info or {}).get("driver_volume_type") is not None:
+            # the types the libvirt driver plugs, refused as it refuses
+            # them (an unknown type fails the attach with its name)
+            libvirt_volume.volume_driver(connection_info)
         key = self._connection_key(connection_info)
         target = host_connections.target_key(connection_info, key)
         with self._lock:

@@ -140,14 +140,14 @@ def test_compute_reconnects_only_the_plugged_volumes():
     driver = fake.FakeDriver("h1")
     manager = compute_manager.ComputeManager("h1", driver)
     instance = types.SimpleNamespace(uuid="i", image_ref="img")
-    old = {"driver_volume_type": "fake", "attachment_id": "a-1", "p": "old"}
+    old = {"driver_volume_type": "iscsi", "attachment_id": "a-1", "p": "old"}
     driver.spawn(instance, [{"device_name": "/dev/vdb",
                              "connection_info": old}])
     fresh = dict(old, p="new")
     manager.reboot_instance(None, instance, "HARD", bdms=[
         Bdm("/dev/vdb", fresh),
         # not plugged (an attach in flight): left to its own plug
-        Bdm("/dev/vdc", {"driver_volume_type": "fake",
+        Bdm("/dev/vdc", {"driver_volume_type": "iscsi",
                          "attachment_id": "a-2"})])
     (call,) = driver.reboots
     assert call["block_device_info"] == [
