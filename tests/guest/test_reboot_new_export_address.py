@@ -1,0 +1,89 @@
+"""A hard reboot reaches a volume at the address the volume service hands
+out now, not the one of the attach (compute RPC 1.10; Nova needed
+``nova-manage volume_attachment refresh``): the NBD export listens on every
+address and is advertised at ``[DEFAULT] my_ip``; volattach-all is
+restarted with another my_ip (127.0.0.2, loopback too), and after a HARD
+reboot the guest's disk comes from there with the data it had."""
+import subprocess
+import uuid
+
+import pytest
+
+from tests.guest import conftest as guest_env
+from tests.guest import test_data_path as data_path
+
+
+class ReaddressedDeployment(guest_env.Deployment):
+    """The guest tier's volattach-all exporting on 0.0.0.0, advertised at
+    ``my_ip`` (rewritten by ``readdress`` before a restart)."""
+
+    def __init__(self, tmp, image_dir):
+        super().__init__(tmp, image_dir)
+        self.readdress("127.0.0.1")
+
+    def readdress(self, my_ip):
+        with open(self.conf) as f:
+            lines = [line for line in f.read().splitlines()
+                     if not line.startswith(("my_ip", "export_host",
+                                             "allow_insecure_nbd"))]
+        text = "\n".join(lines) + "\n"
+        text = text.replace("[DEFAULT]\n", "[DEFAULT]\nmy_ip = %s\n" % my_ip,
+                            1)
+        text = text.replace("[volume]\n", "[volume]\nexport_host = 0.0.0.0\n"
+                            "allow_insecure_nbd = true\n", 1)
+        with open(self.conf, "w") as f:
+            f.write(text)
+
+
+@pytest.fixture(scope="module")
+def readdressed(image_id, tmp_path_factory):
+    image_dir, image = image_id
+    dep = ReaddressedDeployment(
+        str(tmp_path_factory.mktemp("gra")), image_dir)
+    dep.start()
+    api = guest_env.clients.ComputeClient(dep.api_url, microversion="2.105")
+    volumes = guest_env.clients.VolumeClient(dep.volume_url)
+    try:
+        guest, = guest_env.boot(api, dep, image, ["guest-readdress"])
+        yield dep, api, volumes, guest
+    finally:
+        for server in (api.list_servers()[1] or {}).get("servers", []):
+            api.delete_server(server["id"])
+            api.wait_for_server_deleted(server["id"], timeout=120)
+        dep.stop()
+        dep.stop_storage_daemon()
+
+
+def _nbd_hosts(guest):
+    xml = subprocess.run(["virsh", "-c", "qemu:///system", "dumpxml",
+                          "volattach-%s" % guest.id], capture_output=True,
+                         text=True, check=True).stdout
+    return [line.strip() for line in xml.splitlines()
+            if "<host name=" in line]
+
+
+def test_hard_reboot_reaches_the_volume_at_its_new_address(readdressed):
+    dep, api, volumes, guest = readdressed
+    volume_id = data_path._volume(volumes)
+    dev, _, _ = data_path._attach(api, volumes, guest, volume_id, "rw")
+    assert [h for h in _nbd_hosts(guest) if "127.0.0.1" in h], \
+        _nbd_hosts(guest)
+    marker = "readdress-%s" % uuid.uuid4().hex[:8]
+    data_path._write(guest, dev, marker)
+
+    dep.stop()
+    dep.readdress("127.0.0.2")
+    dep.start()
+
+    since = len(guest.text())
+    code, body, _ = api.request("POST", "/servers/%s/action" % guest.id,
+                                {"reboot": {"type": "HARD"}})
+    assert code == 202, (code, body)
+    api.wait_for_server_status(guest.id, "ACTIVE", timeout=120)
+    guest.wait_for("VA-READY", since=since, timeout=guest_env.BOOT_TIMEOUT)
+    new_dev, _, _ = guest.wait_disk(volume_id, since=since, timeout=60)
+    hosts = _nbd_hosts(guest)
+    assert hosts and all("127.0.0.2" in h for h in hosts), hosts
+    assert marker in data_path._read(guest, new_dev, len(marker))
+    code, body, _ = volumes.show_volume(volume_id)
+    assert body["volume"]["status"] == "in-use", body
