@@ -173,12 +173,14 @@ compute_opts = [
                 default=["155d900f-4e14-4e4c-a73d-069cbf4541e6",
                          "2c8d8b3e-3b1b-4e5f-9b4f-5bd1c0de0a11"],
                 help="With [compute] virt_driver = fake, the image ids a "
-                     "server can boot from (there is no image service: an "
-                     "imageRef outside this list is a 400, as Nova answers "
-                     "for an image it cannot find). The default holds the "
-                     "README's example image and the tempest job's second "
-                     "image. With the libvirt driver the images are the "
-                     "directories of [libvirt] image_dir."),
+                     "server can boot from. There is no image service: "
+                     "each compute reports its images in its service "
+                     "record, and the API answers 400 for an imageRef no "
+                     "up compute reports, as Nova answers for an image it "
+                     "cannot find. The default holds the README's example "
+                     "image and the tempest job's second image. With the "
+                     "libvirt driver the images are the directories of "
+                     "[libvirt] image_dir."),
     cfg.IntOpt("max_disk_devices_to_attach", default=-1, min=-1,
                help="Most disk devices one server may have; -1 means no "
                     "limit beyond the device names available."),
@@ -345,8 +347,10 @@ libvirt_opts = [
     cfg.StrOpt("image_dir",
                help="Directory of bootable images: every <image id>/ under "
                     "it holding kernel and initramfs (see "
-                    "tools/build-test-image.sh) can be booted by id; an "
-                    "unknown imageRef is refused at server create."),
+                    "tools/build-test-image.sh) can be booted by id. The "
+                    "compute reports them in its service record; the API "
+                    "refuses an imageRef that no up compute reports (400) "
+                    "and the scheduler picks a compute that has it."),
     cfg.StrOpt("instances_path", default="$state_path/instances",
                help="Per-guest files: console log and socket, config "
                     "drive."),
