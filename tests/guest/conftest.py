@@ -273,6 +273,22 @@ class Guest:
             time.sleep(0.05)
 
 
+def tear_down(deployment, api, volumes):
+    """End a module's own deployment: delete its servers and the volumes
+    it recorded in ``deployment.created`` (through ``volumes``, the
+    volume service or a real Cinder), then stop its daemons, whatever
+    failed before."""
+    try:
+        for server in (api.list_servers()[1] or {}).get("servers", []):
+            api.delete_server(server["id"])
+            api.wait_for_server_deleted(server["id"], timeout=WAIT)
+        for volume_id in deployment.created:
+            volumes.delete_volume(volume_id)
+            volumes.wait_for_volume_deleted(volume_id)
+    finally:
+        deployment.stop()
+
+
 def boot(api, deployment, image, names, **fields):
     """Create one server per name (all at once) and wait until each guest
     has booted; returns their Guests."""

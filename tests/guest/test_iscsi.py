@@ -78,15 +78,8 @@ def iscsi_deployment(image_id, tmp_path_factory):
     d.start()
     d.created = []
     yield d
-    api = clients.ComputeClient(d.api_url)
-    volumes = clients.VolumeClient(d.volume_url)
-    for server in (api.list_servers()[1] or {}).get("servers", []):
-        api.delete_server(server["id"])
-        api.wait_for_server_deleted(server["id"], timeout=guest_env.WAIT)
-    for volume_id in d.created:
-        volumes.delete_volume(volume_id)
-        volumes.wait_for_volume_deleted(volume_id)
-    d.stop()
+    guest_env.tear_down(d, clients.ComputeClient(d.api_url),
+                        clients.VolumeClient(d.volume_url))
     for name, tid in tgt.targets().items():
         if name.startswith(PREFIX):
             tgt.tgtadm("--mode", "target", "--op", "delete", "--force",

@@ -94,14 +94,8 @@ def deployment(real_cinder_rbd, image_id):
     api = clients.ComputeClient(d.api_url, "admin:%s" % PROJECT_ID)
     cinder = clients.VolumeClient(real_cinder_rbd, real_cinder_mod.TOKEN)
     try:
-        for server in (api.list_servers()[1] or {}).get("servers", []):
-            api.delete_server(server["id"])
-            api.wait_for_server_deleted(server["id"], timeout=guest_env.WAIT)
-        for volume_id in d.created:
-            cinder.delete_volume(volume_id)
-            cinder.wait_for_volume_deleted(volume_id)
+        guest_env.tear_down(d, api, cinder)
     finally:
-        d.stop()
         shutil.rmtree(d.tmp, ignore_errors=True)
 
 
