@@ -226,9 +226,15 @@ class ComputeManager:
         with locks.lock(instance.uuid):
             self.driver.power_off(instance)
 
-    def power_on_instance(self, context, instance):
+    def power_on_instance(self, context, instance, bdms=None):
+        """``bdms`` (compute RPC 1.10): as reboot_instance's; the guest
+        starts with its disks plugged again from them."""
         with locks.lock(instance.uuid):
-            self.driver.power_on(instance)
+            if bdms is None:
+                self.driver.power_on(instance)
+                return
+            self.driver.power_on(instance, block_device_info=(
+                self._reconnect_plugged(instance, bdms)))
 
     def get_console_output(self, context, instance, tail_length=None):
         """The guest's console; the last ``tail_length`` lines when set
@@ -269,18 +275,23 @@ class ComputeManager:
             if bdms is None:
                 self.driver.reboot(instance, reboot_type)
                 return
-            plugged = self.driver.volume_device_names(instance)
-            block_device_info = []
-            for bdm in bdms:
-                if (bdm.is_volume and bdm.connection_info
-                        and bdm.device_name in plugged):
-                    info = bdm.get_connection_info()
-                    self._connect(info, instance, bdm)
-                    block_device_info.append(
-                        {"device_name": bdm.device_name,
-                         "connection_info": info, "mode": _mode(bdm)})
-            self.driver.reboot(instance, reboot_type,
-                               block_device_info=block_device_info)
+            self.driver.reboot(instance, reboot_type, block_device_info=(
+                self._reconnect_plugged(instance, bdms)))
+
+    def _reconnect_plugged(self, instance, bdms):
+        """Connect the volumes of ``bdms`` that the guest has plugged with
+        their (fresh) connections; their block_device_info."""
+        plugged = self.driver.volume_device_names(instance)
+        block_device_info = []
+        for bdm in bdms:
+            if (bdm.is_volume and bdm.connection_info
+                    and bdm.device_name in plugged):
+                info = bdm.get_connection_info()
+                self._connect(info, instance, bdm)
+                block_device_info.append(
+                    {"device_name": bdm.device_name,
+                     "connection_info": info, "mode": _mode(bdm)})
+        return block_device_info
 
     # -- compute RPC 1.7 -----------------------------------------------------------
     def rebuild_instance(self, context, instance, bdms, power_on):

@@ -30,12 +30,12 @@ API version history:
     1.9 - reserve_block_device_name takes bdm_uuid, the uuid the new BDM
           gets: a conductor whose call got no answer (a broker restart
           lost it) finds and destroys the record the compute made
-    1.10 - reboot_instance takes bdms: on a HARD reboot the server's
-          mappings with the connection_info the conductor just refreshed
-          (attachment_update), and the compute plugs the disks again from
-          them (a moved Ceph monitor or NBD export is reached on the new
-          boot).  An older compute gets the 1.6 call and reboots with the
-          addresses the guest had.
+    1.10 - reboot_instance and power_on_instance take bdms: on a HARD
+          reboot or a start the server's mappings with the connection_info
+          the conductor just refreshed (attachment_update), and the compute
+          plugs the disks again from them (a moved Ceph monitor or NBD
+          export is reached on the new boot).  An older compute gets the
+          1.6 (1.0) call and boots with the addresses the guest had.
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -156,9 +156,14 @@ class ComputeAPI:
         cctxt = self._client(instance.host).prepare(version="1.0")
         return cctxt.call(ctxt, "power_off_instance", instance=instance)
 
-    def power_on_instance(self, ctxt, instance):
-        cctxt = self._client(instance.host).prepare(version="1.0")
-        return cctxt.call(ctxt, "power_on_instance", instance=instance)
+    def power_on_instance(self, ctxt, instance, bdms=None):
+        """``bdms``: as reboot_instance's (compute RPC 1.10)."""
+        client = self._client(instance.host)
+        if bdms is not None and client.can_send_version("1.10"):
+            return client.prepare(version="1.10").call(
+                ctxt, "power_on_instance", instance=instance, bdms=bdms)
+        return client.prepare(version="1.0").call(
+            ctxt, "power_on_instance", instance=instance)
 
     def get_console_output(self, ctxt, instance, tail_length=None):
         client = self._client(instance.host)
@@ -206,8 +211,9 @@ class ComputeAPI:
                              reboot_type=reboot_type)
 
     def reconnects_on_reboot(self, host):
-        """Whether reboot_instance to ``host`` carries the mappings
-        (compute RPC 1.10): only then are they worth refreshing."""
+        """Whether reboot_instance and power_on_instance to ``host``
+        carry the mappings (compute RPC 1.10): only then are they worth
+        refreshing."""
         return self._client(host).can_send_version("1.10")
 
     def rebuild_instance(self, ctxt, instance, bdms, power_on):

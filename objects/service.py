@@ -58,9 +58,9 @@ SERVICE_VERSION_HISTORY = (
     # state report; the API checks an imageRef against them
     # (api/compute/images.py).  Same compute RPC.
     {"compute_rpc": "1.9"},
-    # Version 12: compute RPC 1.10 (a HARD reboot_instance takes the
-    # server's mappings with refreshed connections and plugs the disks
-    # again from them)
+    # Version 12: compute RPC 1.10 (a HARD reboot_instance and
+    # power_on_instance take the server's mappings with refreshed
+    # connections and plug the disks again from them)
     {"compute_rpc": "1.10"},
 )
 
@@ -76,7 +76,7 @@ LIVE_MIGRATION_SERVICE_VERSION = 4
 # The first service version whose computes report the images they can boot.
 IMAGES_REPORT_SERVICE_VERSION = 11
 # The first service version whose computes reconnect the volumes on a hard
-# reboot (compute RPC 1.10); an older one reboots with what it had.
+# reboot and a start (compute RPC 1.10); an older one reboots with what it had.
 REBOOT_RECONNECT_SERVICE_VERSION = 12
 
 

@@ -52,6 +52,7 @@ class FakeDriver(driver.ComputeDriver):
         self.max_target_users = 0
         self.lost_connections = []    # {"target", "attachments"} per bad logout
         self.reboots = []             # each reboot's arguments (tests)
+        self.power_ons = []           # each power_on's arguments (tests)
 
     # -- helpers --------------------------------------------------------------
     def _step(self, operation):
@@ -297,10 +298,17 @@ class FakeDriver(driver.ComputeDriver):
             if instance.uuid in self.guests:
                 self.guests[instance.uuid]["power"] = "shutdown"
 
-    def power_on(self, instance):
+    def power_on(self, instance, block_device_info=None):
+        """``block_device_info``: as reboot's (``power_ons`` records)."""
         with self._lock:
-            if instance.uuid in self.guests:
-                self.guests[instance.uuid]["power"] = "running"
+            self.power_ons.append({"instance": instance.uuid,
+                                   "block_device_info": block_device_info})
+            guest = self.guests.get(instance.uuid)
+            if guest is not None:
+                guest["power"] = "running"
+                for d in block_device_info or ():
+                    guest["devices"][d["device_name"]] = d["connection_info"]
+                    guest["modes"][d["device_name"]] = d.get("mode") or "rw"
 
     def stats(self):
         with self._lock:

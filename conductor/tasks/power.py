@@ -55,7 +55,7 @@ class PowerActionTask(base.TaskBase):
         self._did("put the task state back", self._reset_task_state,
                   self.task_state)
         kwargs = {}
-        if (self.reboot_type == "HARD"
+        if ((self.reboot_type == "HARD" or self.method == "power_on_instance")
                 and self.compute_rpcapi.reconnects_on_reboot(instance.host)):
             kwargs["bdms"] = self._refreshed_volumes()
         getattr(self.compute_rpcapi, self.method)(self.context, instance,
@@ -67,8 +67,8 @@ class PowerActionTask(base.TaskBase):
                              expected_task_state=[self.task_state])
 
     def _refreshed_volumes(self):
-        """A HARD reboot plugs the volumes again, as Nova's regenerates
-        the guest from its block_device_info: each attachment is updated
+        """A HARD reboot and a start plug the volumes again, as Nova's
+        regenerate the guest from its block_device_info: each attachment is updated
         with the compute's connector (as unshelve connects) and the
         records keep the connection the volume service answers now, so a
         storage address that moved since the attach (a Ceph monitor, an

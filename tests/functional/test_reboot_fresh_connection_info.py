@@ -1,6 +1,6 @@
-"""A HARD reboot plugs the volumes again with what the volume service
-answers now (compute RPC 1.10), as Nova's hard reboot regenerates the guest
-from its block devices: a storage address that changed since the attach is
+"""A HARD reboot and a start plug the volumes again with what the volume
+service answers now (compute RPC 1.10), as Nova's hard reboot (and its
+libvirt power on) regenerates the guest from its block devices: a storage address that changed since the attach is
 the one the new boot uses, without ``nova-manage volume_attachment
 refresh``.  A SOFT reboot keeps the guest's disks as they are.
 
@@ -36,5 +36,25 @@ def test_hard_reboot_connects_with_the_new_address(api, volumes, deployment):
         # the volume stays attached to the server through it
         volume = volumes.wait_for_volume_status(volume_id, "in-use")
         assert [a["server_id"] for a in volume["attachments"]] == [server_id]
+    finally:
+        _readdressed(deployment, original)
+
+
+def test_start_connects_with_the_new_address(api, volumes, deployment):
+    server_id, volume_id = _attached_server(api, volumes, deployment)
+    status, body, _ = api.request("POST", URL % server_id, {"os-stop": None})
+    assert status == 202, body
+    api.wait_for_server_status(server_id, "SHUTOFF", timeout=30)
+    original = _readdressed(deployment, "127.0.0.5:3260")
+    try:
+        assert _portal(_plugged(deployment, server_id, volume_id)) == original
+        status, body, _ = api.request("POST", URL % server_id,
+                                      {"os-start": None})
+        assert status == 202, body
+        api.wait_for_server_status(server_id, "ACTIVE", timeout=30)
+        assert _portal(_plugged(deployment, server_id, volume_id)) == \
+            "127.0.0.5:3260"
+        assert _portal(_record(server_id, volume_id).get_connection_info()) \
+            == "127.0.0.5:3260"
     finally:
         _readdressed(deployment, original)

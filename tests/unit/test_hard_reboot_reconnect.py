@@ -1,5 +1,5 @@
-"""A HARD reboot plugs the volumes again from fresh connections (compute
-RPC 1.10): the conductor's task refreshes the attachments and sends the
+"""A HARD reboot and a start plug the volumes again from fresh
+connections (compute RPC 1.10): the conductor's task refreshes the attachments and sends the
 records, the client sends them only to computes of 1.10, the compute
 connects the plugged ones, and the libvirt driver rewrites those <disk>s
 (a SOFT reboot and an old compute keep what the guest had).  Unit tests:
@@ -38,6 +38,20 @@ def test_reboot_sends_the_records_to_computes_of_1_10(cap, bdms, sent):
     version, method, kwargs = client.calls[0]
     assert method == "reboot_instance" and (version, kwargs) == sent
     assert api.reconnects_on_reboot("h") is (cap == "1.10")
+
+
+@pytest.mark.parametrize("cap, bdms, sent", [
+    ("1.10", "listing", ("1.10", ["bdms", "instance"])),
+    ("1.10", None, ("1.0", ["instance"])),
+    ("1.9", "listing", ("1.0", ["instance"])),
+])
+def test_power_on_sends_the_records_to_computes_of_1_10(cap, bdms, sent):
+    api = rpcapi.ComputeAPI()
+    client = _Client(cap)
+    api._client = lambda host: client
+    api.power_on_instance(None, types.SimpleNamespace(host="h"), bdms=bdms)
+    version, method, kwargs = client.calls[0]
+    assert method == "power_on_instance" and (version, kwargs) == sent
 
 
 # -- the conductor's task -------------------------------------------------------
@@ -79,9 +93,9 @@ def reboot(monkeypatch):
     instance = types.SimpleNamespace(uuid="i", host="h1", task_state=None,
                                      save=mock.Mock())
 
-    def run(reboot_type):
+    def run(reboot_type, action="reboot"):
         task = power.PowerActionTask(
-            mock.sentinel.ctx, instance, "reboot", reboot_type=reboot_type,
+            mock.sentinel.ctx, instance, action, reboot_type=reboot_type,
             compute_rpcapi=compute, volume_api=volume_api,
             connectors=types.SimpleNamespace(
                 get=lambda ctx, host, dev, mode: {"host": host, "dev": dev}))
@@ -103,6 +117,21 @@ def test_hard_reboot_refreshes_the_connections_and_sends_them(reboot):
     call = reboot.compute.reboot_instance.call_args
     assert call.args[2] == "HARD" and call.kwargs["bdms"] is reboot.records
     assert reboot.instance.vm_state == "active"
+
+
+def test_start_refreshes_the_connections_and_sends_them(reboot):
+    reboot.run(None, action="start")
+    assert reboot.volume.attachment_update.call_count == 2
+    assert [r.connection_info["host"] for r in reboot.records] == ["new",
+                                                                   "new"]
+    call = reboot.compute.power_on_instance.call_args
+    assert call.kwargs["bdms"] is reboot.records
+
+
+@pytest.mark.parametrize("action", ["stop", "pause", "suspend", "resume"])
+def test_other_power_actions_keep_the_connections(reboot, action):
+    reboot.run(None, action=action)
+    reboot.volume.attachment_update.assert_not_called()
 
 
 def test_soft_reboot_keeps_the_connections(reboot):
@@ -157,6 +186,15 @@ def test_compute_reconnects_only_the_plugged_volumes():
     # without records (a SOFT reboot, an old conductor): the driver alone
     manager.reboot_instance(None, instance, "SOFT")
     assert driver.reboots[-1]["block_device_info"] is None
+    # a start the same way
+    newer = dict(old, p="newer")
+    manager.power_off_instance(None, instance)
+    manager.power_on_instance(None, instance, bdms=[Bdm("/dev/vdb", newer)])
+    assert driver.power_ons[-1]["block_device_info"] == [
+        {"device_name": "/dev/vdb", "connection_info": newer, "mode": "ro"}]
+    assert driver.guests["i"] == {"power": "running", "image": "img",
+                                  "devices": {"/dev/vdb": newer},
+                                  "modes": {"/dev/vdb": "ro"}}
 
 
 # -- the libvirt driver's reboot --------------------------------------------------
@@ -260,3 +298,18 @@ def test_libvirt_hard_reboot_of_a_stopped_guest_uses_its_definition():
     assert dom.log == ["create"]
     (xml,) = defined
     assert _disk(xml, "vdb").find("source/host").get("port") == "10900"
+
+
+def test_libvirt_start_rewrites_the_given_disks():
+    dom = Domain()
+    dom.active = False
+    drv, defined = _libvirt(dom)
+    drv.power_on(types.SimpleNamespace(uuid="i"), block_device_info=[
+        {"device_name": "/dev/vdb", "connection_info": FRESH}])
+    assert dom.log == ["create"]
+    (xml,) = defined
+    assert _disk(xml, "vdb").find("source/host").get("port") == "10900"
+    # without them: started as defined
+    dom.active = False
+    drv.power_on(types.SimpleNamespace(uuid="i"))
+    assert len(defined) == 1 and dom.log == ["create", "create"]

@@ -629,9 +629,15 @@ class LibvirtDriver(driver.ComputeDriver):
             devices.insert(index, new)
         return ET.tostring(root, encoding="unicode")
 
-    def power_on(self, instance):
+    def power_on(self, instance, block_device_info=None):
+        """``block_device_info`` (compute RPC 1.10): as reboot's, the
+        stopped guest's definition gets those <disk>s first."""
         dom = self._domain(instance)
         if not dom.isActive():
+            if block_device_info:
+                dom = self._conn.defineXML(self._with_disks(
+                    dom.XMLDesc(self._host.libvirt.VIR_DOMAIN_XML_INACTIVE),
+                    block_device_info))
             dom.create()
 
     def pause(self, instance):
