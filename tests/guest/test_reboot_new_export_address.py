@@ -3,7 +3,8 @@ out now, not the one of the attach (compute RPC 1.10; Nova needed
 ``nova-manage volume_attachment refresh``): the NBD export listens on every
 address and is advertised at ``[DEFAULT] my_ip``; volattach-all is
 restarted with another my_ip (127.0.0.2, loopback too), and after a HARD
-reboot the guest's disk comes from there with the data it had."""
+reboot the guest's disk comes from there with the data it had; the same
+for a stop, a restart at 127.0.0.3 and a start."""
 import subprocess
 import uuid
 
@@ -62,7 +63,29 @@ def _nbd_hosts(guest):
             if "<host name=" in line]
 
 
-def test_hard_reboot_reaches_the_volume_at_its_new_address(readdressed):
+def _restart_at(dep, my_ip):
+    dep.stop()
+    dep.readdress(my_ip)
+    dep.start()
+
+
+def _action(api, guest, body):
+    code, answer, _ = api.request("POST", "/servers/%s/action" % guest.id,
+                                  body)
+    assert code == 202, (code, answer)
+
+
+def _check_reached_at(guest, volumes, volume_id, since, my_ip, marker):
+    guest.wait_for("VA-READY", since=since, timeout=guest_env.BOOT_TIMEOUT)
+    dev, _, _ = guest.wait_disk(volume_id, since=since, timeout=60)
+    hosts = _nbd_hosts(guest)
+    assert hosts and all(my_ip in h for h in hosts), hosts
+    assert marker in data_path._read(guest, dev, len(marker))
+    code, body, _ = volumes.show_volume(volume_id)
+    assert body["volume"]["status"] == "in-use", body
+
+
+def test_hard_reboot_and_start_reach_the_volume_at_its_new_address(readdressed):
     dep, api, volumes, guest = readdressed
     volume_id = data_path._volume(volumes)
     dev, _, _ = data_path._attach(api, volumes, guest, volume_id, "rw")
@@ -71,19 +94,17 @@ def test_hard_reboot_reaches_the_volume_at_its_new_address(readdressed):
     marker = "readdress-%s" % uuid.uuid4().hex[:8]
     data_path._write(guest, dev, marker)
 
-    dep.stop()
-    dep.readdress("127.0.0.2")
-    dep.start()
-
+    _restart_at(dep, "127.0.0.2")
     since = len(guest.text())
-    code, body, _ = api.request("POST", "/servers/%s/action" % guest.id,
-                                {"reboot": {"type": "HARD"}})
-    assert code == 202, (code, body)
+    _action(api, guest, {"reboot": {"type": "HARD"}})
     api.wait_for_server_status(guest.id, "ACTIVE", timeout=120)
-    guest.wait_for("VA-READY", since=since, timeout=guest_env.BOOT_TIMEOUT)
-    new_dev, _, _ = guest.wait_disk(volume_id, since=since, timeout=60)
-    hosts = _nbd_hosts(guest)
-    assert hosts and all("127.0.0.2" in h for h in hosts), hosts
-    assert marker in data_path._read(guest, new_dev, len(marker))
-    code, body, _ = volumes.show_volume(volume_id)
-    assert body["volume"]["status"] == "in-use", body
+    _check_reached_at(guest, volumes, volume_id, since, "127.0.0.2", marker)
+
+    # a start reconnects the same way
+    _action(api, guest, {"os-stop": None})
+    api.wait_for_server_status(guest.id, "SHUTOFF", timeout=120)
+    _restart_at(dep, "127.0.0.3")
+    since = len(guest.text())
+    _action(api, guest, {"os-start": None})
+    api.wait_for_server_status(guest.id, "ACTIVE", timeout=120)
+    _check_reached_at(guest, volumes, volume_id, since, "127.0.0.3", marker)
