@@ -226,7 +226,8 @@ class ComputeManager:
         with locks.lock(instance.uuid):
             self.driver.power_off(instance)
 
-    def power_on_instance(self, context, instance, bdms=None):
+    def power_on_instance(self, context, instance, bdms=None,
+                          previous_connection_info=None):
         """``bdms`` (compute RPC 1.10): as reboot_instance's; the guest
         starts with its disks plugged again from them."""
         with locks.lock(instance.uuid):
@@ -234,7 +235,8 @@ class ComputeManager:
                 self.driver.power_on(instance)
                 return
             self.driver.power_on(instance, block_device_info=(
-                self._reconnect_plugged(instance, bdms)))
+                self._reconnect_plugged(instance, bdms,
+                                        previous_connection_info)))
 
     def get_console_output(self, context, instance, tail_length=None):
         """The guest's console; the last ``tail_length`` lines when set
@@ -263,7 +265,8 @@ class ComputeManager:
         with locks.lock(instance.uuid):
             self.driver.resume(instance)
 
-    def reboot_instance(self, context, instance, reboot_type, bdms=None):
+    def reboot_instance(self, context, instance, reboot_type, bdms=None,
+                        previous_connection_info=None):
         """``bdms`` (compute RPC 1.10, a HARD reboot): the server's
         mappings with the connections the conductor just refreshed.  The
         volumes the guest has plugged (read under the instance lock, as
@@ -276,17 +279,25 @@ class ComputeManager:
                 self.driver.reboot(instance, reboot_type)
                 return
             self.driver.reboot(instance, reboot_type, block_device_info=(
-                self._reconnect_plugged(instance, bdms)))
+                self._reconnect_plugged(instance, bdms,
+                                        previous_connection_info)))
 
-    def _reconnect_plugged(self, instance, bdms):
+    def _reconnect_plugged(self, instance, bdms, previous=None):
         """Connect the volumes of ``bdms`` that the guest has plugged with
-        their (fresh) connections; their block_device_info."""
+        their (fresh) connections; their block_device_info.  A volume whose
+        host connection moved (``previous``: bdm uuid -> its connection
+        before, e.g. an iSCSI portal readdressed) lets the old one go
+        first, so that it is not left open and counted for ever."""
         plugged = self.driver.volume_device_names(instance)
         block_device_info = []
         for bdm in bdms:
             if (bdm.is_volume and bdm.connection_info
                     and bdm.device_name in plugged):
                 info = bdm.get_connection_info()
+                old = (previous or {}).get(bdm.uuid)
+                if old and (host_connections.target_key(old, bdm.uuid)
+                            != host_connections.target_key(info, bdm.uuid)):
+                    self._safe_disconnect(old, instance, bdm)
                 self._connect(info, instance, bdm)
                 block_device_info.append(
                     {"device_name": bdm.device_name,

@@ -34,8 +34,10 @@ API version history:
           reboot or a start the server's mappings with the connection_info
           the conductor just refreshed (attachment_update), and the compute
           plugs the disks again from them (a moved Ceph monitor or NBD
-          export is reached on the new boot).  An older compute gets the
-          1.6 (1.0) call and boots with the addresses the guest had.
+          export is reached on the new boot); previous_connection_info
+          (bdm uuid -> the connection before) lets it close a host
+          connection the new one no longer rides on.  An older compute
+          gets the 1.6 (1.0) call and boots with the addresses it had.
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -156,12 +158,14 @@ class ComputeAPI:
         cctxt = self._client(instance.host).prepare(version="1.0")
         return cctxt.call(ctxt, "power_off_instance", instance=instance)
 
-    def power_on_instance(self, ctxt, instance, bdms=None):
+    def power_on_instance(self, ctxt, instance, bdms=None,
+                          previous_connection_info=None):
         """``bdms``: as reboot_instance's (compute RPC 1.10)."""
         client = self._client(instance.host)
         if bdms is not None and client.can_send_version("1.10"):
             return client.prepare(version="1.10").call(
-                ctxt, "power_on_instance", instance=instance, bdms=bdms)
+                ctxt, "power_on_instance", instance=instance, bdms=bdms,
+                previous_connection_info=previous_connection_info)
         return client.prepare(version="1.0").call(
             ctxt, "power_on_instance", instance=instance)
 
@@ -198,15 +202,18 @@ class ComputeAPI:
     def resume_instance(self, ctxt, instance):
         return self._call_16(ctxt, instance, "resume_instance")
 
-    def reboot_instance(self, ctxt, instance, reboot_type, bdms=None):
+    def reboot_instance(self, ctxt, instance, reboot_type, bdms=None,
+                        previous_connection_info=None):
         """``bdms``: the server's mappings with fresh connections (a HARD
-        reboot), sent to computes of 1.10 and up; an older one reboots
-        with the disks it has."""
+        reboot), sent to computes of 1.10 and up with
+        ``previous_connection_info`` (bdm uuid -> the connection before);
+        an older one reboots with the disks it has."""
         client = self._client(instance.host)
         if bdms is not None and client.can_send_version("1.10"):
             return client.prepare(version="1.10").call(
                 ctxt, "reboot_instance", instance=instance,
-                reboot_type=reboot_type, bdms=bdms)
+                reboot_type=reboot_type, bdms=bdms,
+                previous_connection_info=previous_connection_info)
         return self._call_16(ctxt, instance, "reboot_instance",
                              reboot_type=reboot_type)
 

@@ -57,7 +57,8 @@ class PowerActionTask(base.TaskBase):
         kwargs = {}
         if ((self.reboot_type == "HARD" or self.method == "power_on_instance")
                 and self.compute_rpcapi.reconnects_on_reboot(instance.host)):
-            kwargs["bdms"] = self._refreshed_volumes()
+            kwargs["bdms"], kwargs["previous_connection_info"] = (
+                self._refreshed_volumes())
         getattr(self.compute_rpcapi, self.method)(self.context, instance,
                                                   *self.reboot_args, **kwargs)
         instance.vm_state = self.vm_state
@@ -73,12 +74,15 @@ class PowerActionTask(base.TaskBase):
         records keep the connection the volume service answers now, so a
         storage address that moved since the attach (a Ceph monitor, an
         NBD export) is the one the new boot uses.  A compute older than
-        compute RPC 1.10 is not asked: it reboots with what it had."""
+        compute RPC 1.10 is not asked: it reboots with what it had.
+        Returns the records and {bdm uuid: its connection before}."""
         bdms = base.retry_transient(
             objects.BlockDeviceMappingList.get_by_instance_uuid,
             self.context, self.instance.uuid)
+        previous = {b.uuid: b.get_connection_info() for b in bdms
+                    if b.is_volume and b.connection_info}
         self._connect_volumes(self.instance.host, bdms)
-        return bdms
+        return bdms, previous
 
     def _on_success(self):
         self.event.success()

@@ -7,8 +7,16 @@ refresh``.  A SOFT reboot keeps the guest's disks as they are.
 In one process, as tests/functional/test_fresh_connection_info.py: the
 volume service's backend is readdressed while it runs and the fake virt
 driver shows what the compute was given."""
+from volattach import context
+from volattach import objects
 from tests.functional.test_fresh_connection_info import (
     URL, _attached_server, _plugged, _portal, _readdressed, _record)
+
+
+def _driver(deployment, server_id):
+    instance = objects.Instance.get_by_uuid(context.get_admin_context(),
+                                            server_id)
+    return deployment.computes[instance.host].driver
 
 
 def _reboot(api, server_id, reboot_type):
@@ -38,6 +46,15 @@ def test_hard_reboot_connects_with_the_new_address(api, volumes, deployment):
         assert [a["server_id"] for a in volume["attachments"]] == [server_id]
     finally:
         _readdressed(deployment, original)
+    # the session to the old portal was let go: a detach leaves nothing
+    driver = _driver(deployment, server_id)
+    assert [k for k in driver.targets if "127.0.0.1:3260" in k
+            and volume_id in k] == []
+    status, body, _ = api.detach_volume(server_id, volume_id)
+    assert status == 202, body
+    volumes.wait_for_volume_status(volume_id, "available")
+    assert [k for k in driver.targets if volume_id in k] == []
+    assert driver.lost_connections == []
 
 
 def test_start_connects_with_the_new_address(api, volumes, deployment):

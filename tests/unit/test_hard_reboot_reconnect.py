@@ -25,7 +25,9 @@ objects.register_all()
 
 # -- the compute RPC client ------------------------------------------------------
 @pytest.mark.parametrize("cap, bdms, sent", [
-    ("1.10", "listing", ("1.10", ["bdms", "instance", "reboot_type"])),
+    ("1.10", "listing", ("1.10", ["bdms", "instance",
+                                   "previous_connection_info",
+                                   "reboot_type"])),
     ("1.10", None, ("1.6", ["instance", "reboot_type"])),
     ("1.9", "listing", ("1.6", ["instance", "reboot_type"])),
 ])
@@ -41,7 +43,8 @@ def test_reboot_sends_the_records_to_computes_of_1_10(cap, bdms, sent):
 
 
 @pytest.mark.parametrize("cap, bdms, sent", [
-    ("1.10", "listing", ("1.10", ["bdms", "instance"])),
+    ("1.10", "listing", ("1.10", ["bdms", "instance",
+                                   "previous_connection_info"])),
     ("1.10", None, ("1.0", ["instance"])),
     ("1.9", "listing", ("1.0", ["instance"])),
 ])
@@ -65,7 +68,11 @@ class Record:
         self.attach_mode = "rw"
         self.instance_uuid = "i"
         self.connection_info = {"host": "old"}
+        self.uuid = "bdm-" + volume_id
         self.saved = []
+
+    def get_connection_info(self):
+        return dict(self.connection_info)
 
     def set_connection_info(self, info):
         self.connection_info = info
@@ -116,6 +123,9 @@ def test_hard_reboot_refreshes_the_connections_and_sends_them(reboot):
     assert [r.saved for r in reboot.records] == [["a-1"], ["a-2"]]
     call = reboot.compute.reboot_instance.call_args
     assert call.args[2] == "HARD" and call.kwargs["bdms"] is reboot.records
+    # and what they were, for the host connections that moved
+    assert call.kwargs["previous_connection_info"] == {
+        "bdm-v1": {"host": "old"}, "bdm-v2": {"host": "old"}}
     assert reboot.instance.vm_state == "active"
 
 
@@ -187,7 +197,7 @@ def test_compute_reconnects_only_the_plugged_volumes():
     manager.reboot_instance(None, instance, "SOFT")
     assert driver.reboots[-1]["block_device_info"] is None
     # a start the same way
-    newer = dict(old, p="newer")
+    newer = dict(fresh, p="newer")
     manager.power_off_instance(None, instance)
     manager.power_on_instance(None, instance, bdms=[Bdm("/dev/vdb", newer)])
     assert driver.power_ons[-1]["block_device_info"] == [
@@ -196,6 +206,31 @@ def test_compute_reconnects_only_the_plugged_volumes():
                                   "devices": {"/dev/vdb": newer},
                                   "modes": {"/dev/vdb": "ro"}}
 
+
+
+def test_compute_lets_a_moved_host_connection_go():
+    """An iSCSI portal readdressed: the session to the old portal is
+    logged out (counted nowhere, connected nowhere), the new one in."""
+    driver = fake.FakeDriver("h1")
+    manager = compute_manager.ComputeManager("h1", driver)
+    instance = types.SimpleNamespace(uuid="i", image_ref="img")
+    old = {"driver_volume_type": "iscsi", "attachment_id": "a-1",
+           "target_portal": "127.0.0.1:3260", "target_iqn": "iqn.x:v1"}
+    bdm = Bdm("/dev/vdb", old)
+    manager.build_and_run_instance(None, instance, [bdm])
+    fresh = dict(old, target_portal="127.0.0.9:3260")
+    bdm.connection_info = fresh
+    manager.reboot_instance(None, instance, "HARD", bdms=[bdm],
+                            previous_connection_info={bdm.uuid: old})
+    assert list(driver.targets) == ["session:iscsi:127.0.0.9:3260:iqn.x:v1"]
+    assert list(manager.connections.targets()) == list(driver.targets)
+    assert driver.lost_connections == []
+    assert driver.connections == {"a-1": fresh}
+    # the same portal: nothing let go
+    manager.reboot_instance(None, instance, "HARD", bdms=[bdm],
+                            previous_connection_info={bdm.uuid: fresh})
+    assert driver.target_disconnects == 1
+    assert driver.connections == {"a-1": fresh}
 
 # -- the libvirt driver's reboot --------------------------------------------------
 OLD_DISK = ("<disk type='network' device='disk'><driver name='qemu' "

@@ -82,7 +82,7 @@ COMPUTE_MANAGER_SIGNATURE_SHA1 = {
     "1.7": "765789a34f239ebc41fef0faba8192c1ad37bd1e",
     "1.8": "23ef898e7e0325dadc634ce90258e674675027d0",
     "1.9": "d9ce8a947edffa7326ebe71b9025b6d2f9cfae58",
-    "1.10": "7870346063a8581d916e5b85d3890139acc866bd",
+    "1.10": "00b16e7c4c44c4bc641fa7b3353a6121a70df2a8",
 }
 
 
