@@ -1,8 +1,9 @@
 """A HARD reboot and a start plug the volumes again with what the volume
 service answers now (compute RPC 1.10), as Nova's hard reboot (and its
-libvirt power on) regenerates the guest from its block devices: a storage address that changed since the attach is
-the one the new boot uses, without ``nova-manage volume_attachment
-refresh``.  A SOFT reboot keeps the guest's disks as they are.
+libvirt power on) regenerates the guest from its block devices: a storage
+address that changed since the attach is the one the new boot uses,
+without ``nova-manage volume_attachment refresh``.  A SOFT reboot keeps
+the guest's disks as they are.
 
 In one process, as tests/functional/test_fresh_connection_info.py: the
 volume service's backend is readdressed while it runs and the fake virt
