@@ -11,8 +11,9 @@ defined in libvirt from Ceph's keyring, ``<shareable/>`` in both guests
 (a single-attach volume's disk is not).  After the detaches no watcher is
 left on the image.  A read-only attach whose keyring is missing fails
 cleanly and names the file; so does an attach while the monitor is down.
-A guest with an rw and an ro rbd volume moves to the peer libvirt, whose
-compute defines the secrets there.
+A guest with an rw and an ro rbd volume is shelved, offloaded and
+unshelved with both, and another moves to the peer libvirt, whose compute
+defines the secrets there.
 
 Needs what the guest tier needs, and a running Ceph
 (tools/start-ceph.sh): without it the tests skip, except under CI
@@ -249,6 +250,53 @@ def test_a_single_attach_volume_is_not_shareable(rbd_api, rbd_volumes,
     assert disk.find("shareable") is None
     _detach(rbd_api, a, volume_id)
     rbd_volumes.wait_for_volume_status(volume_id, "available")
+
+
+def test_shelve_offload_and_unshelve_keep_the_rbd_volumes(
+        rbd_api, rbd_volumes, rbd_deployment, image_id):
+    """A guest with an rw and an ro rbd volume is shelved (offloaded: its
+    QEMU and so its rbd clients go away) and unshelved: the new domain
+    opens both images again with the right identities, the modes stay and
+    the data written before is there."""
+    _, image = image_id
+    (guest,) = guest_env.boot(rbd_api, rbd_deployment, image, ["rbd-shelve"])
+    rw, ro = (_volume(rbd_volumes, rbd_deployment) for _ in range(2))
+    dev, _, _ = _attach(rbd_api, rbd_volumes, guest, rw, "rw")
+    _attach(rbd_api, rbd_volumes, guest, ro, "ro")
+    pattern = "shelve-%s" % uuid.uuid4().hex[:8]
+    status, out = guest.run(
+        "echo %s | dd of=/dev/%s bs=512 seek=%d count=1 conv=sync && sync"
+        % (pattern, dev, OFFSET))
+    assert status == 0, out
+    assert [len(_watchers(v)) for v in (rw, ro)] == [1, 1]
+
+    url = "/servers/%s/action" % guest.id
+    assert rbd_api.request("POST", url, {"shelve": None})[0] == 202
+    rbd_api.wait_for_server_status(guest.id, "SHELVED_OFFLOADED",
+                                   timeout=guest_env.WAIT)
+    deadline = time.monotonic() + 10
+    while any(_watchers(v) for v in (rw, ro)):
+        assert time.monotonic() < deadline, "watchers left after offload"
+        time.sleep(0.2)
+
+    since = len(guest.text())
+    assert rbd_api.request("POST", url, {"unshelve": None})[0] == 202
+    rbd_api.wait_for_server_status(guest.id, "ACTIVE", timeout=guest_env.WAIT)
+    guest.wait_for("VA-READY", since, timeout=guest_env.BOOT_TIMEOUT)
+    disks = {v: guest.wait_disk(v, since=since) for v in (rw, ro)}
+    assert [disks[v][2] for v in (rw, ro)] == ["0", "1"], disks
+    _check_auth(_live_disk(guest, rw), rw, RBD_USER)
+    _check_auth(_live_disk(guest, ro), ro, READONLY_USER)
+    dev = disks[rw][0]
+    status, out = guest.run(
+        "blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d count=1 "
+        "2>/dev/null | head -c %d" % (dev, dev, OFFSET, len(pattern)))
+    assert status == 0 and pattern in out, out
+    for volume_id in (rw, ro):
+        _detach(rbd_api, guest, volume_id)
+        rbd_volumes.wait_for_volume_status(volume_id, "available")
+    assert rbd_api.delete_server(guest.id)[0] == 204
+    rbd_api.wait_for_server_deleted(guest.id, timeout=guest_env.WAIT)
 
 
 def _action_events(api, server_id, request_id, timeout=60):
