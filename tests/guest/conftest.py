@@ -275,14 +275,14 @@ class Guest:
 
 def tear_down(deployment, api, volumes):
     """End a module's own deployment: delete its servers and the volumes
-    it recorded in ``deployment.created`` (through ``volumes``, the
+    it recorded in ``deployment.created`` if any (through ``volumes``, the
     volume service or a real Cinder), then stop its daemons, whatever
     failed before."""
     try:
         for server in (api.list_servers()[1] or {}).get("servers", []):
             api.delete_server(server["id"])
             api.wait_for_server_deleted(server["id"], timeout=WAIT)
-        for volume_id in deployment.created:
+        for volume_id in getattr(deployment, "created", ()):
             volumes.delete_volume(volume_id)
             volumes.wait_for_volume_deleted(volume_id)
     finally:

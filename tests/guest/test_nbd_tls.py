@@ -88,11 +88,10 @@ def tls(image_id, tmp_path_factory, ca, client_pki):
         guest, = guest_env.boot(api, dep, image, ["guest-tls"])
         yield dep, api, volumes, guest
     finally:
-        for server in (api.list_servers()[1] or {}).get("servers", []):
-            api.delete_server(server["id"])
-            api.wait_for_server_deleted(server["id"], timeout=120)
-        dep.stop()
-        dep.stop_storage_daemon()
+        try:
+            guest_env.tear_down(dep, api, volumes)
+        finally:
+            dep.stop_storage_daemon()
 
 
 def _live_sources(guest):
