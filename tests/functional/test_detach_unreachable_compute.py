@@ -16,6 +16,7 @@ import time
 import pytest
 from oslo_messaging.rpc import client as messaging_client
 
+from tests.functional import instance_actions
 from tests.functional.test_attach_detach import _new_server
 from volattach.conductor import reconcile
 from volattach.conductor.tasks import detach as detach_task
@@ -68,21 +69,8 @@ def _guest_devices(deployment, server_id):
 
 def _detach_events(admin_api, server_id):
     """The compute_detach_volume events of the server's detach actions."""
-    headers = {"OpenStack-API-Version": "compute 2.84"}
-    status, body, _ = admin_api.request(
-        "GET", "/servers/%s/os-instance-actions" % server_id, headers=headers)
-    assert status == 200, body
-    events = []
-    for action in body["instanceActions"]:
-        if action["action"] != "detach_volume":
-            continue
-        status, one, _ = admin_api.request(
-            "GET", "/servers/%s/os-instance-actions/%s"
-            % (server_id, action["request_id"]), headers=headers)
-        assert status == 200, one
-        events += [e for e in one["instanceAction"]["events"]
-                   if e["event"] == "compute_detach_volume"]
-    return events
+    return instance_actions.action_events(
+        admin_api, server_id, "detach_volume", event="compute_detach_volume")
 
 
 def _wait_pending(admin_api, server_id, timeout=30):

@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from tests.functional import instance_actions
 from tests.functional.test_attach_detach import _new_server, _new_volume
 from tests.functional.test_live_migration import _wait_done
 from tests.integration import client as clients
@@ -79,20 +80,8 @@ def _assert_on_host(deployment, volumes, server_id, host, attached, gone=()):
 
 
 def _failed_attach_events(admin_api, server_id):
-    status, body, _ = admin_api.request(
-        "GET", "/servers/%s/os-instance-actions" % server_id, microversion="2.1")
-    assert status == 200, body
-    failed = []
-    for action in body["instanceActions"]:
-        if action["action"] != "attach_volume":
-            continue
-        status, detail, _ = admin_api.request(
-            "GET", "/servers/%s/os-instance-actions/%s" % (
-                server_id, action["request_id"]), microversion="2.51")
-        assert status == 200, detail
-        failed += [e for e in detail["instanceAction"]["events"]
-                   if e["result"] == "Error"]
-    return failed
+    return instance_actions.action_events(admin_api, server_id,
+                                          "attach_volume", result="Error")
 
 
 def test_an_attach_the_api_checked_before_a_finished_migration_goes_to_the_new_host(

@@ -9,27 +9,10 @@ type no compute plugs (``fibre_channel``, which Cinder's FC drivers send
 and volattach's libvirt driver does not support)."""
 import sys
 
+from tests.functional import instance_actions
 from tests.functional.test_attach_detach import (
     _attachment_rows, _new_server, _new_volume)
 from tests.functional.test_fresh_connection_info import _backend
-
-HEADERS = {"OpenStack-API-Version": "compute 2.84"}
-
-
-def _attach_events(admin_api, server_id):
-    status, body, _ = admin_api.request(
-        "GET", "/servers/%s/os-instance-actions" % server_id, headers=HEADERS)
-    assert status == 200, body
-    events = []
-    for action in body["instanceActions"]:
-        if action["action"] != "attach_volume":
-            continue
-        status, one, _ = admin_api.request(
-            "GET", "/servers/%s/os-instance-actions/%s"
-            % (server_id, action["request_id"]), headers=HEADERS)
-        assert status == 200, one
-        events += one["instanceAction"]["events"]
-    return events
 
 
 def test_unknown_volume_type_fails_the_attach_cleanly(
@@ -40,7 +23,8 @@ def test_unknown_volume_type_fails_the_attach_cleanly(
     monkeypatch.setattr(backend_module, "DRIVER_VOLUME_TYPE", "fibre_channel")
     status, body, _ = api.attach_volume(server_id, volume_id)
     assert status == 500, body
-    (event,) = _attach_events(admin_api, server_id)
+    (event,) = instance_actions.action_events(admin_api, server_id,
+                                              "attach_volume")
     assert event["result"] == "Error", event
     assert "fibre_channel" in (event.get("traceback") or ""), event
     # nothing left behind: no record, no attachment, the volume available
