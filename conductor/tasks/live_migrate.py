@@ -163,9 +163,12 @@ class LiveMigrationTask(base.TaskBase):
         LOG.warning("live migration of %s from %s to %s failed at %s: %s",
                     self.instance.uuid, self.source, self.dest, self.step,
                     error)
-        super().rollback(error)
+        # the record's final status before the undo, which ends with the
+        # server's task state cleared: a client that waits for that (as
+        # tempest does) then reads a finished record, never "running"
         self._record(self.migration, migration_obj.FAILED
                      if self.step in _MOVE_STEPS else migration_obj.ERROR)
+        super().rollback(error)
         base.Event.failed(self.event, self.context, self.instance.uuid,
                           self.step, error)
 

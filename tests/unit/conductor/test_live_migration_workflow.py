@@ -178,3 +178,17 @@ def test_a_detach_under_way_refuses_the_migration_before_any_attachment(w):
     w.volume.attachment_create.assert_not_called()
     w.compute.pre_live_migration.assert_not_called()
     assert w.instance.saves[-1] == ("src", None, ["migrating"])
+
+
+def test_the_record_is_final_before_the_task_state_clears(w):
+    """A client waiting for the server's task state to clear (as tempest
+    does) then reads a finished migration record, never "running"."""
+    w.compute.live_migration.side_effect = exception.VirtDriverError(
+        operation="live_migration", reason="injected")
+    migration = mock.Mock()
+    seen = []
+    w.instance.save = lambda expected_task_state=None: seen.append(
+        (w.instance.task_state, migration.status))
+    with mock.patch.object(objects, "Migration", return_value=migration):
+        w.tm.live_migrate_instance(w.ctx, w.instance, "dest")
+    assert seen[-1] == (None, "failed")
