@@ -233,6 +233,29 @@ class TaskBase:
             info["multiattach"] = True
         return info
 
+    def _fresh_volumes_for_new_boot(self):
+        """The keyword arguments of a compute call that boots the guest on
+        its host again (a HARD reboot, a start, the unshelve of a server
+        shelved on its host): the volumes plugged again from fresh
+        connections, as Nova's hard reboot regenerates the guest from its
+        block_device_info.  Each attachment is updated with the compute's
+        connector (as unshelve connects) and the records keep the
+        connection the volume service answers now, so a storage address
+        that moved since the attach (a Ceph monitor, an NBD export) is the
+        one the new boot uses.  A compute older than compute RPC 1.10 is
+        not asked (empty: it boots with what it had).  Otherwise
+        ``bdms`` (the records) and ``previous_connection_info`` ({bdm
+        uuid: its connection before})."""
+        if not self.compute_rpcapi.reconnects_on_reboot(self.instance.host):
+            return {}
+        bdms = retry_transient(
+            objects.BlockDeviceMappingList.get_by_instance_uuid,
+            self.context, self.instance.uuid)
+        previous = {b.uuid: b.get_connection_info() for b in bdms
+                    if b.is_volume and b.connection_info}
+        self._connect_volumes(self.instance.host, bdms)
+        return {"bdms": bdms, "previous_connection_info": previous}
+
     def _connect_volumes(self, host, bdms):
         """attachment_update of every reserved volume BDM with ``host``'s
         connector (build and unshelve); saves the connection_info, only

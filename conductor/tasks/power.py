@@ -3,7 +3,6 @@ change of the guest's power (``PowerActionTask``, one run per action)."""
 import logging
 
 from volattach.conductor.tasks import base
-from volattach import objects
 from volattach.objects import instance as instance_obj
 
 LOG = logging.getLogger(__name__)
@@ -55,10 +54,8 @@ class PowerActionTask(base.TaskBase):
         self._did("put the task state back", self._reset_task_state,
                   self.task_state)
         kwargs = {}
-        if ((self.reboot_type == "HARD" or self.method == "power_on_instance")
-                and self.compute_rpcapi.reconnects_on_reboot(instance.host)):
-            kwargs["bdms"], kwargs["previous_connection_info"] = (
-                self._refreshed_volumes())
+        if self.reboot_type == "HARD" or self.method == "power_on_instance":
+            kwargs = self._fresh_volumes_for_new_boot()
         getattr(self.compute_rpcapi, self.method)(self.context, instance,
                                                   *self.reboot_args, **kwargs)
         instance.vm_state = self.vm_state
@@ -66,23 +63,6 @@ class PowerActionTask(base.TaskBase):
         instance.task_state = None
         base.retry_transient(instance.save,
                              expected_task_state=[self.task_state])
-
-    def _refreshed_volumes(self):
-        """A HARD reboot and a start plug the volumes again, as Nova's
-        regenerate the guest from its block_device_info: each attachment is updated
-        with the compute's connector (as unshelve connects) and the
-        records keep the connection the volume service answers now, so a
-        storage address that moved since the attach (a Ceph monitor, an
-        NBD export) is the one the new boot uses.  A compute older than
-        compute RPC 1.10 is not asked: it reboots with what it had.
-        Returns the records and {bdm uuid: its connection before}."""
-        bdms = base.retry_transient(
-            objects.BlockDeviceMappingList.get_by_instance_uuid,
-            self.context, self.instance.uuid)
-        previous = {b.uuid: b.get_connection_info() for b in bdms
-                    if b.is_volume and b.connection_info}
-        self._connect_volumes(self.instance.host, bdms)
-        return bdms, previous
 
     def _on_success(self):
         self.event.success()

@@ -136,7 +136,8 @@ class ShelveOffloadTask(base.TaskBase):
 
 
 class UnshelveTask(base.TaskBase):
-    """Unshelve: a shelved server is powered on where it is; a
+    """Unshelve: a shelved server is powered on where it is, its volumes
+    plugged from fresh connections as a start does; a
     shelved-offloaded one is scheduled, its volumes connected to the new
     host and its guest built there.  A failure puts the server back as it
     was (on no host for an offloaded one; task state None)."""
@@ -157,7 +158,8 @@ class UnshelveTask(base.TaskBase):
                                 "compute_unshelve_instance", instance.host)
         self._did("put the task state back", self._reset_task_state,
                   "unshelving")
-        self.compute_rpcapi.power_on_instance(self.context, instance)
+        self.compute_rpcapi.power_on_instance(
+            self.context, instance, **self._fresh_volumes_for_new_boot())
         instance.vm_state = instance_obj.ACTIVE
         instance.power_state = instance_obj.RUNNING
         instance.task_state = None

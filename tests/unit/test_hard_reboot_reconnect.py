@@ -348,3 +348,27 @@ def test_libvirt_start_rewrites_the_given_disks():
     dom.active = False
     drv.power_on(types.SimpleNamespace(uuid="i"))
     assert len(defined) == 1 and dom.log == ["create", "create"]
+
+
+@pytest.mark.parametrize("reconnects", [True, False])
+def test_unshelve_on_its_host_refreshes_as_a_start(reboot, reconnects):
+    """SHELVED (not offloaded): the guest boots again on its host, from
+    fresh connections when the compute takes them (1.10)."""
+    from volattach.conductor.tasks import shelve
+    reboot.compute.reconnects_on_reboot.return_value = reconnects
+    reboot.instance.vm_state = "shelved"
+    reboot.instance.task_state = "unshelving"
+    shelve.UnshelveTask(
+        mock.sentinel.ctx, reboot.instance, compute_rpcapi=reboot.compute,
+        volume_api=reboot.volume,
+        connectors=types.SimpleNamespace(
+            get=lambda ctx, host, dev, mode: {"host": host})).execute()
+    call = reboot.compute.power_on_instance.call_args
+    if reconnects:
+        assert call.kwargs["bdms"] is reboot.records
+        assert [r.connection_info["host"] for r in reboot.records] == \
+            ["new", "new"]
+    else:
+        assert call.kwargs == {}
+        reboot.volume.attachment_update.assert_not_called()
+    assert reboot.instance.vm_state == "active"
