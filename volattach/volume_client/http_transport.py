@@ -21,6 +21,10 @@ The pools' connections (urllib3's, through ``ConnectionCls``) send a
 request's head and its body in one ``send``: urllib3 sends them apart, which
 costs a system call and, on the server, often a second wake-up to read the
 body (``benchmarks/README.md``, 2026-11-25).
+
+An origin (``http://host:port``) registered with ``serve_in_process`` is
+not sent over a socket: its requests go to the WSGI application of this
+process that listens there (``volume_client.in_process``, volattach-all).
 """
 import json
 import os
@@ -163,6 +167,18 @@ _NO_RETRIES = urllib3.Retry(total=False, redirect=False)
 
 _TRANSPORTS = weakref.WeakSet()
 
+# origin ("http://host:port") -> in_process.App serving it in this process
+_IN_PROCESS = {}
+
+
+def serve_in_process(origin, app):
+    """Send the requests to ``origin`` to ``app`` (``in_process.App``)."""
+    _IN_PROCESS[origin] = app
+
+
+def stop_serving_in_process(origin):
+    _IN_PROCESS.pop(origin, None)
+
 
 class Transport:
     """Pooled keep-alive connections to the volume service."""
@@ -227,6 +243,10 @@ class Transport:
 
     def request(self, method, url, headers, body=None):
         """One exchange; a ``Response``, or ``NotSent`` / ``MaybeSent``."""
+        if _IN_PROCESS:
+            app = _IN_PROCESS.get(url[:url.find("/", 8)])
+            if app is not None:
+                return app.request(method, url, headers, body)
         pool, target = self._pool(url)
         try:
             raw = pool.urlopen(
