@@ -18,11 +18,13 @@ class ComputeTaskAPI:
         self.rpcapi.delete_instance(context, instance)
 
     def attach_volume(self, context, instance, volume_id, device=None, tag=None,
-                      delete_on_termination=False, do_cast=False, attach_mode=None):
+                      delete_on_termination=False, do_cast=False, attach_mode=None,
+                      multiattach=None):
         return self.rpcapi.attach_volume(context, instance, volume_id, device=device,
                                          tag=tag,
                                          delete_on_termination=delete_on_termination,
-                                         do_cast=do_cast, attach_mode=attach_mode)
+                                         do_cast=do_cast, attach_mode=attach_mode,
+                                         multiattach=multiattach)
 
     def detach_volume(self, context, instance, volume_id):
         self.rpcapi.detach_volume(context, instance, volume_id)

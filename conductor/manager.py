@@ -64,7 +64,7 @@ class ComputeTaskManager:
     """Workflows started by the compute API: each endpoint builds one run
     of its task (``conductor/tasks``, one module each) and executes it."""
 
-    target = messaging.Target(namespace="compute_task", version="1.7")
+    target = messaging.Target(namespace="compute_task", version="1.8")
 
     def __init__(self, volume_api=None):
         if volume_api is None:
@@ -82,13 +82,17 @@ class ComputeTaskManager:
                 "connectors": self.connectors}
 
     def attach_volume(self, context, instance, volume_id, device=None, tag=None,
-                      delete_on_termination=False, attach_mode=None):
+                      delete_on_termination=False, attach_mode=None,
+                      multiattach=None):
         """Returns the device name (see ``tasks.attach``); a failure,
-        rolled back, is raised to the caller."""
+        rolled back, is raised to the caller.  ``multiattach`` (1.8): the
+        volume's flag as the API read it; None (an older API): the task
+        reads the volume for it."""
         return attach.AttachVolumeTask(
             context, instance, volume_id, device=device, tag=tag,
             delete_on_termination=delete_on_termination,
-            attach_mode=attach_mode, **self._collaborators()).execute()
+            attach_mode=attach_mode, multiattach=multiattach,
+            **self._collaborators()).execute()
 
     def detach_volume(self, context, instance, volume_id):
         base.execute_cast(detach.DetachVolumeTask(

@@ -21,6 +21,9 @@ version history:
     1.6 - rebuild_instance
     1.7 - rebuild_instance takes reimage_image_id (a volume-backed server's
           root volume re-imaged, compute API 2.93)
+    1.8 - attach_volume takes multiattach (the volume's flag as the API
+          read it, so the conductor need not GET the volume again for the
+          connection it hands the compute; None or absent: it GETs)
 
 A caller capped below a method's version gets ConductorTooOld (the API
 answers 503) instead of sending a message the conductor cannot dispatch.
@@ -92,7 +95,7 @@ class ConductorAPI:
 
 
 class ComputeTaskAPI:
-    VERSION = "1.7"
+    VERSION = "1.8"
 
     # The version each method needs (the history above).
     METHOD_VERSIONS = {
@@ -143,17 +146,24 @@ class ComputeTaskAPI:
             ctxt, "detach_volume", instance=instance, volume_id=volume_id)
 
     def attach_volume(self, ctxt, instance, volume_id, device=None, tag=None,
-                      delete_on_termination=False, do_cast=False, attach_mode=None):
+                      delete_on_termination=False, do_cast=False, attach_mode=None,
+                      multiattach=None):
         """Run the attach workflow: cast (2.101+) or call for the device name.
 
-        A read-only attach needs a conductor of 1.3; rw works from 1.1."""
+        A read-only attach needs a conductor of 1.3; rw works from 1.1.
+        ``multiattach`` (the volume's flag as the caller read it) goes with
+        the message from 1.8; capped below, it is left out and the
+        conductor reads the volume for it, as before."""
         version = "1.3" if attach_mode == "ro" else "1.1"
-        cctxt = self._prepare(version, "attach_volume",
-                              timeout=None if do_cast else CONF.rpc_response_timeout_attach)
         kwargs = dict(instance=instance, volume_id=volume_id, device=device,
                       tag=tag, delete_on_termination=delete_on_termination)
         if attach_mode == "ro":
             kwargs["attach_mode"] = attach_mode
+        if multiattach is not None and self.client.can_send_version("1.8"):
+            version = "1.8"
+            kwargs["multiattach"] = bool(multiattach)
+        cctxt = self._prepare(version, "attach_volume",
+                              timeout=None if do_cast else CONF.rpc_response_timeout_attach)
         if do_cast:
             cctxt.cast(ctxt, "attach_volume", **kwargs)
             return None

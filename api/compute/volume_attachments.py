@@ -91,7 +91,10 @@ class VolumeAttachmentsAPI(base.FacadeBase):
         return self.compute_task_api.attach_volume(
             context, instance, volume_id, device=device, tag=tag,
             delete_on_termination=delete_on_termination, do_cast=not wait,
-            attach_mode=attach_mode)
+            attach_mode=attach_mode,
+            # the flag read above goes with the message (conductor RPC
+            # 1.8): the conductor need not read the volume again for it
+            multiattach=volume.get("multiattach"))
 
     def _attach_volume_offloaded(self, context, instance, volume_id,
                                  delete_on_termination,

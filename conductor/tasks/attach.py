@@ -40,17 +40,28 @@ class AttachVolumeTask(base.TaskBase):
     * the compute's attach: one with no answer (MessagingTimeout) may have
       plugged the volume, so it is unplugged as one that answered (the
       unplug of a device a compute does not have is a no-op).
+
+    ``multiattach``: the volume's flag as the API read it before the cast
+    (conductor RPC 1.8), for the connection handed to the compute without
+    a GET of the volume here; None (an API capped below 1.8) reads the
+    volume as other workflows do.  The flag cannot change under the attach
+    once its attachment exists (the volume service refuses a retype that
+    changes multiattach of an in-use volume); a retype of the available
+    volume between the API's read and the attachment_create would leave
+    this connection with the old flag until the next fresh connection (a
+    hard reboot, a start, an unshelve, a migration reads the volume).
     """
 
     def __init__(self, context, instance, volume_id, device=None, tag=None,
                  delete_on_termination=False, attach_mode=None,
-                 **collaborators):
+                 multiattach=None, **collaborators):
         super().__init__(context, instance, **collaborators)
         self.volume_id = volume_id
         self.device = device
         self.tag = tag
         self.delete_on_termination = delete_on_termination
         self.attach_mode = attach_mode or block_device_obj.DEFAULT_ATTACH_MODE
+        self.multiattach = multiattach
         self.event = None
         self.bdm = None
 
@@ -88,7 +99,8 @@ class AttachVolumeTask(base.TaskBase):
         bdm.attachment_id = attachment_id
         bdm.attach_mode = self.attach_mode
         bdm.set_connection_info(
-            self._connection_info(self.volume_id, attachment))
+            self._connection_info(self.volume_id, attachment,
+                                  multiattach=self.multiattach))
         base.retry_transient(bdm.save)
         # A delete that read the server's records before this one existed
         # cannot release it: give the volume back here.

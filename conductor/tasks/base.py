@@ -218,7 +218,7 @@ class TaskBase:
         return self.connectors.get(self.context, host, device_name,
                                    attach_mode)
 
-    def _connection_info(self, volume_id, attachment):
+    def _connection_info(self, volume_id, attachment, multiattach=None):
         """The connection_info of ``attachment`` (an attachment_update's
         or attachment_get's answer) as the compute gets it: with
         ``multiattach`` True when the volume is multiattach, as Nova's
@@ -226,10 +226,15 @@ class TaskBase:
         drivers do not put it in the connection; the libvirt driver
         writes ``<shareable/>`` for it).  The compute makes no volume
         service call, so every place that hands it a connection takes it
-        from here."""
+        from here.  ``multiattach``: the volume's flag when the caller
+        already has it (an attach: the API read the volume); None reads
+        the volume (one GET of the volume service)."""
         info = dict(attachment.get("connection_info") or {})
         info.pop("multiattach", None)
-        if self.volume_api.get(self.context, volume_id).get("multiattach"):
+        if multiattach is None:
+            multiattach = self.volume_api.get(
+                self.context, volume_id).get("multiattach")
+        if multiattach:
             info["multiattach"] = True
         return info
 
