@@ -490,6 +490,13 @@ all_opts = [
                      "runs in its one process."),
     cfg.BoolOpt("run_volume_service", default=True,
                 help="volattach-all: also serve the volume service."),
+    cfg.BoolOpt("volume_in_process", default=True,
+                help="volattach-all: when [cinder] endpoint is the volume "
+                     "service this process serves, its compute API and "
+                     "conductor call it without a socket: the request goes "
+                     "to the service's WSGI application (same middleware, "
+                     "same access log line) in the caller's thread.  False: "
+                     "over HTTP on loopback, as to any volume service."),
 ]
 
 _GROUPS = [

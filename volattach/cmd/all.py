@@ -13,10 +13,16 @@ anything else (``volattach.listen``): a port in use is one line naming the
 address and the option, exit status 1, with nothing migrated or started.
 The Cinder client and the volume service's compute client follow ``[volume]``
 and ``[api]`` listen/port unless ``[cinder] endpoint`` and ``[volume]
-compute_endpoint`` say otherwise.
+compute_endpoint`` say otherwise.  When ``[cinder] endpoint`` is this
+process's own volume service (``[all] volume_in_process``, default on),
+the Cinder client hands its requests to that service's WSGI application in
+the calling thread, with no socket (``volattach.volume_client.in_process``);
+other clients still reach it over HTTP.
 """
+import ipaddress
 import logging
 import sys
+import urllib.parse
 
 from volattach import conf as volattach_conf
 
@@ -33,6 +39,7 @@ class AllInOne:
         self.servers = []
         self.computes = {}
         self.api_app = None
+        self.volume_origin = None   # served in-process (volume_in_process)
 
     def start(self):
         from volattach.wsgi import insecure
@@ -64,6 +71,8 @@ class AllInOne:
                 conf, sock=sockets.get("volume"))
             self.servers.append(server)
             LOG.info("volume service on http://%s:%s", conf.volume.listen, conf.volume.port)
+            if conf.all.volume_in_process:
+                self._volume_in_process(server)
         conductor = conductor_service.ConductorService()
         conductor.start()
         self.services.append(conductor)
@@ -84,6 +93,20 @@ class AllInOne:
             self.servers.append(server)
             LOG.info("compute API on http://%s:%s", conf.api.listen, conf.api.port)
         return self
+
+    def _volume_in_process(self, server):
+        """Send the Cinder client's requests to ``server``'s application
+        in-process when ``[cinder] endpoint`` is that server's socket."""
+        from volattach.volume_client import http_transport
+        from volattach.volume_client import in_process
+        endpoint = volattach_conf.cinder_endpoint(self.conf)
+        if not _same_socket(endpoint, self.conf.volume.listen, server.port):
+            return
+        parts = urllib.parse.urlsplit(endpoint)
+        self.volume_origin = "%s://%s" % (parts.scheme, parts.netloc)
+        http_transport.serve_in_process(self.volume_origin,
+                                        in_process.App.of_server(server))
+        LOG.info("volume client: %s served in this process", endpoint)
 
     def _bind(self):
         """Bind the compute API's and the volume service's sockets before
@@ -108,11 +131,41 @@ class AllInOne:
 
     def stop(self):
         from volattach import rpc
+        if self.volume_origin is not None:
+            from volattach.volume_client import http_transport
+            http_transport.stop_serving_in_process(self.volume_origin)
+            self.volume_origin = None
         for server in self.servers:
             server.shutdown()
         for svc in reversed(self.services):
             svc.stop()
         rpc.cleanup()
+
+
+def _is_loopback(host):
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _same_socket(endpoint, listen_host, port):
+    """Whether ``endpoint`` (a URL) reaches the plain-HTTP server listening
+    on ``listen_host``:``port`` of this machine."""
+    parts = urllib.parse.urlsplit(endpoint)
+    try:
+        endpoint_port = parts.port or 80
+    except ValueError:
+        return False
+    if parts.scheme != "http" or endpoint_port != port:
+        return False
+    host = (parts.hostname or "").lower()
+    listen_host = listen_host.strip("[]").lower()
+    if host == listen_host:
+        return True
+    return listen_host in ("", "0.0.0.0", "::") and _is_loopback(host)
 
 
 DESCRIPTION = (
