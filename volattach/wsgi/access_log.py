@@ -18,8 +18,16 @@ before the application runs and after it answers, so that a line logged by
 this thread outside a request never names the last request it served.
 
 At a level above INFO it formats nothing and reads no header.
+
+The line costs less than a plain ``LOG.info`` with the same text (issue
+23, ``benchmarks.access_log_cost``): the record is built here, its caller
+being this module's ``_log`` (what ``findCaller``'s stack walk would have
+found, without the walk), and its context is a copy of the request's whose
+logging values are computed once, where oslo.log's ContextFormatter asks
+for them twice per record.
 """
 import logging
+import sys
 import time
 from urllib import parse
 
@@ -82,6 +90,8 @@ class AccessLog:
 
     @staticmethod
     def _log(environ, answer, elapsed):
+        if not LOG.isEnabledFor(logging.INFO):
+            return
         status, headers = answer or ("-", ())
         request_id = length = version = None
         for name, value in headers:
@@ -97,7 +107,27 @@ class AccessLog:
             # refused before authentication: the request id alone
             context = oslo_context.RequestContext(request_id=request_id,
                                                   overwrite=False)
-        LOG.info(_LINE, environ.get("REMOTE_ADDR", "-"),
-                 environ.get("REQUEST_METHOD"), _target(environ),
-                 status[:3], length or "-", version or "-", elapsed,
-                 extra={"context": context})
+        args = (environ.get("REMOTE_ADDR", "-"), environ.get("REQUEST_METHOD"),
+                _target(environ), status[:3], length or "-", version or "-",
+                elapsed)
+        # LOG.info(_LINE, *args, extra=...) without findCaller's stack
+        # walk: the caller is this frame (_log), at the line that makes the
+        # record
+        frame = sys._getframe()
+        record = LOG.makeRecord(
+            LOG.name, logging.INFO, frame.f_code.co_filename, frame.f_lineno,
+            _LINE, args, None, frame.f_code.co_name,
+            {"context": _logged_copy(context)})
+        LOG.handle(record)
+
+
+def _logged_copy(context):
+    """A shallow copy of ``context`` for one log record, its logging values
+    computed once (oslo.log's ContextFormatter calls ``get_logging_values``
+    twice per record, its JSONFormatter too); each call still gets a dict
+    of its own.  The request's context itself is left untouched."""
+    values = context.get_logging_values()
+    logged = object.__new__(type(context))
+    logged.__dict__.update(context.__dict__)
+    logged.get_logging_values = values.copy
+    return logged

@@ -1,10 +1,13 @@
 """The access log middleware (volattach.wsgi.access_log) around a small
 WSGI application: the line, its context, the thread's context store, and
 no work when INFO is off."""
+import inspect
+import json
 import logging
 
 import pytest
 from oslo_context import context as oslo_context
+from oslo_log import formatters
 
 from volattach import context as volattach_context
 from volattach.wsgi import access_log
@@ -127,3 +130,181 @@ def test_nothing_is_done_when_info_is_off(caplog):
     assert seen["start_response"] is start_response
     assert seen["context before"] is None
     assert oslo_context.get_current() is None
+
+
+# The line as oslo.log writes it, against the plain ``LOG.info`` call the
+# middleware made before it built its records itself (issue 23): same text,
+# same fields, same context values.
+
+CALLER_FIELDS = ("pathname", "filename", "module", "lineno", "funcName")
+TIME_FIELDS = ("created", "msecs", "relativeCreated", "asctime", "isotime")
+
+
+class _Keep(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+@pytest.fixture
+def conf():
+    from volattach.conf import CONF
+    CONF([], project="volattach", default_config_files=[])
+    yield CONF
+    CONF.clear_override("logging_context_format_string")
+
+
+@pytest.fixture
+def kept():
+    """The access log's records, kept unformatted, the logger at INFO."""
+    logger = logging.getLogger(LOGGER)
+    handler = _Keep()
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    yield logger, handler.records
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = propagate
+
+
+def _old_path_record(logger, records, request, elapsed):
+    """The record of ``LOG.info(_LINE, ..., extra={"context": ...})`` with
+    the request's context, as the middleware logged before issue 23."""
+    volattach_context.from_noauth_token("alice:demo", request_id="req-inner")
+    context = oslo_context.get_current()
+    if not request.get("authenticated", True):
+        context = oslo_context.RequestContext(request_id="req-inner",
+                                              overwrite=False)
+    logger.info(access_log._LINE, "10.0.0.9", "GET", "/v2.1/servers?limit=1",
+                request["status"][:3], "2", "2.5", elapsed,
+                extra={"context": context})
+    volattach_context.clear_current()
+    return records.pop()
+
+
+def _same_time(old, new):
+    for name in ("created", "msecs", "relativeCreated"):
+        setattr(old, name, getattr(new, name))
+
+
+@pytest.mark.parametrize("request_", [
+    {"status": "200 OK"},
+    {"status": "401 Unauthorized", "authenticated": False},
+], ids=["authenticated", "refused before auth"])
+@pytest.mark.parametrize("level", [logging.INFO, logging.DEBUG],
+                         ids=["INFO", "DEBUG deployment"])
+def test_the_line_is_the_plain_info_calls_line(conf, kept, request_, level):
+    logger, records = kept
+    logger.setLevel(level)
+    app, _seen = _app(status=request_["status"],
+                      authenticated=request_.get("authenticated", True))
+    access_log.AccessLog(app)(_environ(), lambda *a: None)
+    new = records.pop()
+    old = _old_path_record(logger, records, request_, new.args[-1])
+    _same_time(old, new)
+
+    text = formatters.ContextFormatter(config=conf,
+                                       datefmt=conf.log_date_format)
+    old_line, new_line = text.format(old), text.format(new)
+    assert new_line == old_line
+    assert " INFO volattach.wsgi.access_log [" in new_line
+    if request_.get("authenticated", True):
+        assert "req-inner alice demo - - - -] 10.0.0.9 " in new_line
+
+    # every field the formatter put on the record, caller and time aside
+    skip = set(CALLER_FIELDS + TIME_FIELDS + ("context", "thread"))
+    fields = {k: v for k, v in vars(new).items() if k not in skip}
+    assert fields == {k: v for k, v in vars(old).items() if k not in skip}
+    assert "user_identity" in fields and "request_id" in fields
+    assert new.context.to_dict() == old.context.to_dict()
+    assert (new.context.get_logging_values()
+            == old.context.get_logging_values())
+    assert type(new.context) is type(old.context)
+
+    # and the JSON lines (use_json) carry the same values
+    as_json = formatters.JSONFormatter(datefmt=conf.log_date_format)
+    old_json, new_json = (json.loads(as_json.format(r)) for r in (old, new))
+    for key in ("pathname", "filename", "module", "lineno", "funcname",
+                "thread"):
+        old_json.pop(key), new_json.pop(key)
+    assert new_json == old_json
+    assert new_json["context"]["request_id"] == "req-inner"
+
+
+def test_a_format_that_prints_the_caller_names_the_middleware(conf, kept):
+    """A deployment whose format prints the caller (the DEBUG suffix's
+    fields) gets the middleware's own location, as ``findCaller`` gave."""
+    logger, records = kept
+    logger.setLevel(logging.DEBUG)
+    conf.set_override("logging_context_format_string",
+                      conf.logging_context_format_string + " "
+                      + conf.logging_debug_format_suffix)
+    app, _seen = _app()
+    access_log.AccessLog(app)(_environ(), lambda *a: None)
+    [record] = records
+    line = formatters.ContextFormatter(config=conf).format(record)
+    source, first = inspect.getsourcelines(access_log.AccessLog._log)
+    assert line.endswith(" _log %s:%d" % (access_log.__file__,
+                                           record.lineno)), line
+    # the line is the statement that makes the record, inside _log
+    assert first < record.lineno < first + len(source)
+    statement = source[record.lineno - first - 1:record.lineno - first + 1]
+    assert "makeRecord" in "".join(statement), statement
+    assert record.filename == "access_log.py"
+    assert record.module == "access_log"
+
+
+def test_no_stack_walk_for_the_line(kept, monkeypatch):
+    _logger, records = kept
+
+    def walk(*args, **kwargs):
+        raise AssertionError("findCaller called")
+
+    monkeypatch.setattr(logging.Logger, "findCaller", walk)
+    app, _seen = _app()
+    access_log.AccessLog(app)(_environ(), lambda *a: None)
+    assert len(records) == 1
+
+
+def test_the_context_logging_values_are_computed_once(conf, kept,
+                                                      monkeypatch):
+    logger, records = kept
+    handler = logging.NullHandler()
+    handler.setFormatter(formatters.ContextFormatter(config=conf))
+    handler.handle = lambda record: handler.format(record)
+    logger.addHandler(handler)
+    calls = []
+    plain = volattach_context.RequestContext.get_logging_values
+
+    def counted(self):
+        calls.append(self.request_id)
+        return plain(self)
+
+    monkeypatch.setattr(volattach_context.RequestContext,
+                        "get_logging_values", counted)
+    contexts = []
+
+    def app(environ, start_response):
+        contexts.append(volattach_context.from_noauth_token(
+            "alice:demo", request_id="req-inner"))
+        start_response("200 OK", [])
+        return [b"{}"]
+
+    try:
+        access_log.AccessLog(app)(_environ(), lambda *a: None)
+    finally:
+        logger.removeHandler(handler)
+    # once, where oslo.log's ContextFormatter alone asks twice
+    assert calls == ["req-inner"]
+    [record] = records
+    assert record.context.get_logging_values()["user"] == "alice"
+    assert record.context.get_logging_values() is not (
+        record.context.get_logging_values())
+    # the request's own context is left as it was
+    assert "get_logging_values" not in vars(contexts[0])
+    assert record.context is not contexts[0]
