@@ -113,14 +113,15 @@ def run_libvirt(cycles, image_dir, image, backend="file"):
             t0 = time.monotonic()
             code, _, _ = api.attach_volume(guest.id, volume_id)
             assert code == 202, code
-            guest.wait_disk(volume_id, since=since)
+            guest.wait_disk(volume_id, since=since, interval=0.005)
             attach.append(time.monotonic() - t0)
             volumes.wait_for_volume_status(volume_id, "in-use", interval=0.05)
             since = len(guest.text())
             t0 = time.monotonic()
             code, _, _ = api.detach_volume(guest.id, volume_id)
             assert code == 202, code
-            guest.wait_disk(volume_id, present=False, since=since)
+            guest.wait_disk(volume_id, present=False, since=since,
+                            interval=0.005)
             detach.append(time.monotonic() - t0)
             volumes.wait_for_volume_status(volume_id, "available",
                                            interval=0.05)
@@ -185,14 +186,9 @@ def add_image_dir_argument(parser):
 
 
 def first_image(image_dir):
-    """The id of the first test image under ``image_dir`` (exits when
-    there is none)."""
-    images = sorted(n for n in os.listdir(image_dir)
-                    if os.path.isfile(os.path.join(image_dir, n, "kernel")))
-    if not images:
-        sys.exit("no image under %s: run tools/build-test-image.sh %s"
-                 % (image_dir, image_dir))
-    return images[0]
+    """The id of the guest tier's test image under ``image_dir`` (built
+    there when it has none of the current generation)."""
+    return guest_env.current_image(image_dir)
 
 
 def main(argv=None):

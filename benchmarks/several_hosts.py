@@ -47,11 +47,8 @@ def _summary(samples):
 
 
 def _image(image_dir):
-    for name in sorted(os.listdir(image_dir)):
-        if os.path.isfile(os.path.join(image_dir, name, "kernel")):
-            return name
-    raise SystemExit("no test image in %s (tools/build-test-image.sh)"
-                     % image_dir)
+    from tests.guest import conftest as guest_env
+    return guest_env.current_image(image_dir)
 
 
 def _cycle(hosts, guest):

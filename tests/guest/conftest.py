@@ -67,13 +67,30 @@ def image_id():
         _unavailable("libvirt is not running (tools/start-libvirt.sh)")
     image_dir = os.environ.get("VOLATTACH_TEST_IMAGE_DIR",
                                os.path.join(REPO, ".ci-state", "images"))
+    return image_dir, current_image(image_dir)
+
+
+# The test image's generation the tier expects (tools/build-test-image.sh
+# writes it beside the image): 2 prints its disks on the kernel's uevents.
+IMAGE_GENERATION = 2
+
+
+def current_image(image_dir):
+    """The id of a test image of ``IMAGE_GENERATION`` (or later) under
+    ``image_dir``, built there when it has none."""
     for name in sorted(os.listdir(image_dir)) if os.path.isdir(image_dir) else ():
-        if os.path.isfile(os.path.join(image_dir, name, "kernel")):
-            return image_dir, name
+        try:
+            with open(os.path.join(image_dir, name, "generation")) as f:
+                generation = int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            continue
+        if (generation >= IMAGE_GENERATION
+                and os.path.isfile(os.path.join(image_dir, name, "kernel"))):
+            return name
     out = subprocess.run(
         [os.path.join(REPO, "tools", "build-test-image.sh"), image_dir],
         check=True, capture_output=True, text=True).stdout
-    return image_dir, out.strip().splitlines()[-1]
+    return out.strip().splitlines()[-1]
 
 
 def qsd_pid(state_path):
@@ -250,9 +267,11 @@ class Guest:
         return {ser: (dev, int(size), ro) for dev, ser, size, ro
                 in _DISK_ITEM.findall(lines[-1] if lines else "")}
 
-    def wait_disk(self, volume_id, present=True, since=0, timeout=60):
+    def wait_disk(self, volume_id, present=True, since=0, timeout=60,
+                  interval=0.05):
         """Wait until the disk of ``volume_id`` is (or is no longer)
-        listed after ``since``; returns its (dev, bytes, ro) or None."""
+        listed after ``since``, reading the console every ``interval``
+        seconds; returns its (dev, bytes, ro) or None."""
         serial = volume_id[:20]   # virtio-blk serials hold 20 bytes
         deadline = time.monotonic() + timeout
         while True:
@@ -270,7 +289,7 @@ class Guest:
                         volume_id, "never appeared in" if present
                         else "never left", self.id, timeout,
                         lines[-1] if lines else None))
-            time.sleep(0.05)
+            time.sleep(interval)
 
 
 def tear_down(deployment, api, volumes):
