@@ -13,6 +13,9 @@ the variants every round:
   (today's path);
 - ``inprocess``: the same calls handed to the WSGI application in the
   caller's thread (``volume_client.in_process``);
+- ``app_only``: ``in_process.App.request`` called directly with the
+  client's headers (no ``VolumeAPI``): the service's application alone,
+  so that socket minus it splits the client's and the server's side;
 - ``wsgi_intercept``: when the package is importable, the pool's
   connection class replaced with wsgi_intercept's (http.client over a
   fake socket, the application in the caller's thread).
@@ -82,13 +85,13 @@ def _intercepted_transport(conf, server, origin):
     return transport
 
 
-def _run(api, ctx, volume_id, requests):
+def _run(call, requests):
     for _ in range(50):
-        api.get(ctx, volume_id)
+        call()
     thread0, proc0, wall0 = (time.thread_time(), time.process_time(),
                              time.perf_counter())
     for _ in range(requests):
-        api.get(ctx, volume_id)
+        call()
     return ((time.thread_time() - thread0) / requests * 1e6,
             (time.process_time() - proc0) / requests * 1e6,
             (time.perf_counter() - wall0) / requests * 1e6)
@@ -107,13 +110,22 @@ def main(argv=None):
     conf, server, api, ctx, volume_id = _setup(workdir)
     origin = "http://127.0.0.1:%d" % server.port
     socket_transport = api.transport
-    variants = ["socket", "inprocess"]
+    variants = ["socket", "inprocess", "app_only"]
     try:
         intercept_transport = _intercepted_transport(conf, server, origin)
         variants.append("wsgi_intercept")
     except ImportError:
         intercept_transport = None
     app = in_process.App.of_server(server)
+    url = "%s/v3/demo/volumes/%s" % (origin, volume_id)
+    headers = {"OpenStack-API-Version": "volume 3.48",
+               "Accept": "application/json", "User-Agent": "bench",
+               "X-OpenStack-Request-ID": ctx.request_id,
+               "X-Auth-Token": "alice:demo"}
+
+    def app_only():
+        if app.request("GET", url, headers).status_code != 200:
+            raise RuntimeError("not 200")
     results = {name: [] for name in variants}
     try:
         for _ in range(args.rounds):
@@ -123,9 +135,10 @@ def main(argv=None):
                                   else socket_transport)
                 if name == "inprocess":
                     http_transport.serve_in_process(origin, app)
+                call = (app_only if name == "app_only"
+                        else lambda: api.get(ctx, volume_id))
                 try:
-                    results[name].append(
-                        _run(api, ctx, volume_id, args.requests))
+                    results[name].append(_run(call, args.requests))
                 finally:
                     http_transport.stop_serving_in_process(origin)
     finally:
@@ -141,6 +154,16 @@ def main(argv=None):
         base = base or proc
         print("%-15s %12.0f %12.0f %10.0f   process CPU x%.2f"
               % (name, thread, proc, wall, proc / base))
+    med = {name: [statistics.median(r[i] for r in results[name])
+                  for i in range(2)] for name in variants}
+    app_cpu = med["app_only"][1]
+    print("split of the socket path: client side (VolumeAPI + urllib3) "
+          "%.0f us, server side (waitress + app) %.0f us, of which the "
+          "app %.0f us and waitress %.0f us; VolumeAPI around the app "
+          "in-process %.0f us"
+          % (med["socket"][0], med["socket"][1] - med["socket"][0], app_cpu,
+             med["socket"][1] - med["socket"][0] - app_cpu,
+             med["inprocess"][1] - app_cpu))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,10 @@ answers HTTP/1.0 (a new connection per request) and raises its own
 ``WSGIAppError`` where a server answers 500; requests-wsgi-adapter is a
 ``requests`` adapter (the client is urllib3) unmaintained since 2019;
 WebTest is a test tool (webob, lint, its own response object).  This
-module is the environ and the answer, nothing else.
+module is the environ and the answer, nothing else.  Measured per
+``GET /volumes/{id}`` through ``VolumeAPI.get``, process CPU
+(``benchmarks.inprocess_volume_calls``): loopback 1517 us, wsgi_intercept
+(connection class swapped into the pool) 1045 us, this module 609 us.
 """
 import io
 import logging
