@@ -45,11 +45,13 @@ class AttachVolumeTask(base.TaskBase):
     (conductor RPC 1.8), for the connection handed to the compute without
     a GET of the volume here; None (an API capped below 1.8) reads the
     volume as other workflows do.  The flag cannot change under the attach
-    once its attachment exists (the volume service refuses a retype that
-    changes multiattach of an in-use volume); a retype of the available
-    volume between the API's read and the attachment_create would leave
-    this connection with the old flag until the next fresh connection (a
-    hard reboot, a start, an unshelve, a migration reads the volume).
+    once its attachment exists (the volume service retypes only an
+    available or in-use volume, and refuses a retype that changes the flag
+    of an in-use one); a retype of the still available volume between the
+    API's read and the attachment_create (a cast waiting in the queue
+    included) would leave this connection with the old flag until the
+    next fresh connection (a hard reboot, a start, an unshelve, a
+    migration: those read the volume).
     """
 
     def __init__(self, context, instance, volume_id, device=None, tag=None,
