@@ -18,7 +18,8 @@ from volattach import conf as volattach_conf
 
 LOG = logging.getLogger(__name__)
 
-_WILDCARDS = ("", "0.0.0.0", "::")
+# listen addresses that take every address of the machine
+WILDCARDS = ("", "0.0.0.0", "::")
 
 
 def is_loopback(host):
@@ -57,7 +58,7 @@ def findings(conf, binary):
                          % ", ".join(sorted(set(brokers))))
             if not conf.cinder.endpoint and (
                     is_loopback(conf.volume.listen)
-                    or conf.volume.listen in _WILDCARDS):
+                    or conf.volume.listen in WILDCARDS):
                 found.append((
                     "[cinder] endpoint",
                     "calls the volume service at %s (the all-in-one "

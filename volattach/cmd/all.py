@@ -19,7 +19,6 @@ the Cinder client hands its requests to that service's WSGI application in
 the calling thread, with no socket (``volattach.volume_client.in_process``);
 other clients still reach it over HTTP.
 """
-import ipaddress
 import logging
 import sys
 import urllib.parse
@@ -142,15 +141,6 @@ class AllInOne:
         rpc.cleanup()
 
 
-def _is_loopback(host):
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _same_socket(endpoint, listen_host, port):
     """Whether ``endpoint`` (a URL) reaches the plain-HTTP server listening
     on ``listen_host``:``port`` of this machine."""
@@ -165,7 +155,9 @@ def _same_socket(endpoint, listen_host, port):
     listen_host = listen_host.strip("[]").lower()
     if host == listen_host:
         return True
-    return listen_host in ("", "0.0.0.0", "::") and _is_loopback(host)
+    from volattach import loopback_defaults
+    return (listen_host in loopback_defaults.WILDCARDS
+            and loopback_defaults.is_loopback(host))
 
 
 DESCRIPTION = (
