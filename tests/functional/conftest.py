@@ -10,6 +10,8 @@ own and ``TRANSPORT_URL`` for another in-process bus
 and ``volumes`` are small HTTP clients that speak as a project (noauth
 tokens).
 """
+import uuid
+
 import pytest
 
 import volattach  # noqa: F401
@@ -98,3 +100,14 @@ def volumes(deployment):
 @pytest.fixture
 def volumes_admin(deployment):
     return clients.VolumeClient(deployment.volume_url, "admin:admin:admin")
+
+
+@pytest.fixture(scope="module")
+def multiattach_type(deployment):
+    """The id of a volume type with ``multiattach <is> True`` (made by an
+    admin), for the module's multiattach volumes."""
+    admin = clients.VolumeClient(deployment.volume_url, "admin:demo:admin")
+    status, body, _ = admin.create_volume_type(
+        "multiattach-%s" % uuid.uuid4().hex[:6], {"multiattach": "<is> True"})
+    assert status == 200, body
+    return body["volume_type"]["id"]

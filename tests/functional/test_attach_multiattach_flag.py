@@ -11,23 +11,13 @@ no volume while it counts: it waits on the instance action through the
 compute API, which reads no volume)."""
 import collections
 import time
-import uuid
 
 import pytest
 
 from tests.functional.test_attach_detach import _new_server
 from tests.functional.test_read_only_attach import _facade
-from tests.integration import client as clients
 from volattach.conf import CONF
 
-
-@pytest.fixture(scope="module")
-def multiattach_type(deployment):
-    admin = clients.VolumeClient(deployment.volume_url, "admin:demo:admin")
-    status, body, _ = admin.create_volume_type(
-        "multiattach-%s" % uuid.uuid4().hex[:6], {"multiattach": "<is> True"})
-    assert status == 200, body
-    return body["volume_type"]["id"]
 
 
 @pytest.fixture

@@ -11,26 +11,15 @@ the first holds the volume.  A second detach of the SAME attachment still
 fails (400), and leaves the first one to finish."""
 import concurrent.futures
 import time
-import uuid
 
-import pytest
 
 from tests.functional.test_attach_detach import _new_server
-from tests.integration import client as clients
 
 CONF_OVERRIDES = {
     ("fake_driver", "detach_latency"): 1.0,
 }
 MV = "2.105"
 
-
-@pytest.fixture(scope="module")
-def multiattach_type(deployment):
-    admin = clients.VolumeClient(deployment.volume_url, "admin:demo:admin")
-    status, body, _ = admin.create_volume_type(
-        "multiattach-%s" % uuid.uuid4().hex[:6], {"multiattach": "<is> True"})
-    assert status == 200, body
-    return body["volume_type"]["id"]
 
 
 def _volume(volumes, **fields):

@@ -2,7 +2,6 @@
 enhancements spec): read-only attachments end to end, refused with 409 on a
 compute too old to honour them, modes at server create, multi-create of
 servers sharing a multiattach volume, and swap keeping the mode."""
-import uuid
 
 import pytest
 
@@ -26,14 +25,6 @@ def _wait_attached(api, volumes, server_id, volume_id):
     assert status == 200, body
     return {a["volumeId"]: a for a in body["volumeAttachments"]}[volume_id]
 
-
-@pytest.fixture(scope="module")
-def multiattach_type(deployment):
-    admin = clients.VolumeClient(deployment.volume_url, "admin:demo:admin")
-    status, body, _ = admin.create_volume_type(
-        "multiattach-%s" % uuid.uuid4().hex[:6], {"multiattach": "<is> True"})
-    assert status == 200, body
-    return body["volume_type"]["id"]
 
 
 def test_read_only_attach_end_to_end(api, volumes, deployment):
