@@ -22,7 +22,10 @@
 #     read-only change).  Before 2026-11-26 only the loop printed, every
 #     0.05 s: its forks cost the TCG guest CPU while a hot-plug ran, and it
 #     added up to 50 ms to every measured attach (benchmarks/README.md);
-#   - writes ``generation`` 2 beside the image (tests/guest/conftest.py
+#   - the two share the last list printed (/tmp/va-disks-last), so the
+#     loop does not print a list again in the middle of a later command's
+#     output (generation 3);
+#   - writes ``generation`` 3 beside the image (tests/guest/conftest.py
 #     builds a new image when the newest has an older one);
 #   - then runs a shell on the console.
 #
@@ -117,8 +120,10 @@ if [ "$ACTION" = remove ]; then
     done
 fi
 . /lib/va-disks.sh
+now=$(disks)
 read up _ < /proc/uptime
-echo "VA-DISKS $up$(disks)"
+echo "VA-DISKS $up$now"
+echo "$now" > /tmp/va-disks-last
 EOF
 chmod +x "$ROOT/sbin/va-hotplug"
 
@@ -149,10 +154,12 @@ busybox uevent /sbin/va-hotplug > /dev/console 2>&1 &
     last="unset"
     while :; do
         now=$(disks)
+        # what the uevent script printed last is not printed again
+        [ -r /tmp/va-disks-last ] && IFS= read -r last < /tmp/va-disks-last
         if [ "$now" != "$last" ]; then
             read up _ < /proc/uptime
             echo "VA-DISKS $up$now"
-            last="$now"
+            echo "$now" > /tmp/va-disks-last
         fi
         sleep 0.5
     done
@@ -171,6 +178,6 @@ mkdir -p "$DIR/$ID"
 cp "$KERNEL" "$DIR/$ID/kernel"
 cp "$WORK/initramfs" "$DIR/$ID/initramfs"
 echo "console=ttyS0 quiet panic=-1" > "$DIR/$ID/cmdline"
-echo 2 > "$DIR/$ID/generation"
+echo 3 > "$DIR/$ID/generation"
 log "image $ID under $DIR ($(du -sh "$DIR/$ID" | cut -f1))"
 echo "$ID"
