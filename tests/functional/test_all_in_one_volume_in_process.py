@@ -8,6 +8,7 @@ access log line; clients of the volume API still reach it over HTTP.
 import logging
 import threading
 
+from tests.functional.test_attach_detach import _new_server, _new_volume
 from volattach.volume_client import http_transport
 from volattach.wsgi import access_log
 
@@ -21,14 +22,8 @@ def test_the_apis_volume_calls_run_in_its_own_thread(api, volumes,
                                                      deployment, caplog):
     assert deployment.volume_origin == deployment.volume_url
     assert deployment.volume_origin in http_transport._IN_PROCESS
-    status, body, _ = api.create_server(microversion="2.37")
-    assert status == 202, body
-    server_id = body["server"]["id"]
-    api.wait_for_server_status(server_id, "ACTIVE")
-    status, body, _ = volumes.create_volume(size=1)
-    assert status == 202, body
-    volume_id = body["volume"]["id"]
-    volumes.wait_for_volume_status(volume_id, "available")
+    server_id = _new_server(api)
+    volume_id = _new_volume(volumes)
 
     with caplog.at_level(logging.INFO, logger=access_log.LOG.name):
         status, body, _ = api.attach_volume(server_id, volume_id,
