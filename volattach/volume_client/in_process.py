@@ -34,10 +34,9 @@ answers HTTP/1.0 (a new connection per request) and raises its own
 ``WSGIAppError`` where a server answers 500; requests-wsgi-adapter is a
 ``requests`` adapter (the client is urllib3) unmaintained since 2019;
 WebTest is a test tool (webob, lint, its own response object).  This
-module is the environ and the answer, nothing else.  Measured per
-``GET /volumes/{id}`` through ``VolumeAPI.get``, process CPU
-(``benchmarks.inprocess_volume_calls``): loopback 1517 us, wsgi_intercept
-(connection class swapped into the pool) 1045 us, this module 609 us.
+module is the environ and the answer, nothing else; what each option
+costs per request is measured by ``benchmarks.inprocess_volume_calls``
+(figures in benchmarks/README.md).
 """
 import io
 import logging
@@ -60,8 +59,8 @@ _ERROR_HEADERS = (("Content-Length", str(len(_ERROR_BODY))),
                   ("Content-Type", "text/plain; charset=utf-8"),
                   ("Connection", "close"))
 
-_RENAMED = {"CONTENT_TYPE": "CONTENT_TYPE",
-            "CONTENT_LENGTH": "CONTENT_LENGTH"}
+# headers WSGI names without the HTTP_ prefix
+_UNPREFIXED = frozenset(("CONTENT_TYPE", "CONTENT_LENGTH"))
 
 
 class App:
@@ -114,7 +113,7 @@ class App:
             environ["CONTENT_LENGTH"] = str(len(body))
         for name, value in headers.items():
             key = name.upper().replace("-", "_")
-            if key not in _RENAMED:
+            if key not in _UNPREFIXED:
                 if "_" in name:
                     continue    # waitress drops these (header smuggling)
                 key = "HTTP_" + key
