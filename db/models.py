@@ -149,6 +149,23 @@ class BlockDeviceMapping(TimestampMixin, Base):
     attach_mode: Mapped[str | None] = mapped_column(String(2))
 
 
+class AbandonedReservation(Base):
+    """The uuid of a block-device record that an attach gave up on before
+    the compute's reserve made it (its call got no answer): the conductor's
+    rollback writes it, and a reserve that arrives later is refused instead
+    of creating a record no workflow will finish
+    (``db.api.block_devices.bdm_abandon_reservation``).  Deleted with the
+    instance's row going (``instance_destroy``)."""
+    __tablename__ = "abandoned_reservations"
+    __table_args__ = (
+        Index("abandoned_reservations_instance_uuid_idx", "instance_uuid"),
+    )
+
+    bdm_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    instance_uuid: Mapped[str] = mapped_column(String(36))
+    created_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, default=utcnow)
+
+
 class InstanceAction(Base):
     __tablename__ = "instance_actions"
     __table_args__ = (

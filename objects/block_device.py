@@ -29,7 +29,9 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
     #              fields as 1.1
     # Version 1.4: save_if_attachment() (the conductor's swap and offload);
     #              same fields as 1.1
-    VERSION = "1.4"
+    # Version 1.5: abandon_reservation() (the conductor's attach rollback);
+    #              same fields as 1.1
+    VERSION = "1.5"
 
     fields = dict(base.VolattachPersistentObject.fields, **{
         "id": fields.IntegerField(),
@@ -84,6 +86,16 @@ class BlockDeviceMapping(base.VolattachPersistentObject, base.VolattachObject):
         from volattach.db import api as db_api
         return cls._from_row(context, db_api.bdm_get_by_volume_and_instance(
             volume_id, instance_uuid))
+
+    @classmethod
+    @base.remotable
+    def abandon_reservation(cls, context, instance_uuid, bdm_uuid):
+        """Give up on record ``bdm_uuid`` of ``instance_uuid``, whose reserve
+        got no answer: destroy it if it was made, and have any later
+        creation of it refused (``ReservationAbandoned``).  True when a
+        record was destroyed (``db.api.bdm_abandon_reservation``)."""
+        from volattach.db import api as db_api
+        return db_api.bdm_abandon_reservation(instance_uuid, bdm_uuid)
 
     @base.remotable
     def create(self):
@@ -170,7 +182,8 @@ class BlockDeviceMappingList(base.ObjectListBase, base.VolattachObject):
     # Version 1.2: BlockDeviceMapping 1.2
     # Version 1.3: BlockDeviceMapping 1.3
     # Version 1.4: BlockDeviceMapping 1.4
-    VERSION = "1.4"
+    # Version 1.5: BlockDeviceMapping 1.5
+    VERSION = "1.5"
 
     fields = {"objects": fields.ListOfObjectsField("BlockDeviceMapping")}
 

@@ -205,6 +205,12 @@ class ConsoleNotAvailable(NotFound):
     msg_fmt = "Guest does not have a console available."
 
 
+class ReservationAbandoned(Conflict):
+    """A reserve ran after the attach that asked for it gave up on it."""
+    msg_fmt = ("Block device mapping %(bdm_uuid)s of instance "
+               "%(instance_uuid)s was abandoned by its attach; not created")
+
+
 class InstanceInvalidState(Conflict):
     msg_fmt = ("Cannot '%(method)s' instance %(instance_uuid)s while it is "
                "in %(attr)s %(state)s")

@@ -28,9 +28,11 @@ class AttachVolumeTask(base.TaskBase):
       here (compute RPC 1.9); a reserve that failed without an answer (a
       broker restart lost the compute's reply, or the reply of the
       compute's own call that created the record) may still have made it,
-      and the rollback destroys it by that uuid.  Left for the reconcile
-      pass: a reserve that a compute runs only after this call gave up,
-      and the record of a compute older than 1.9;
+      or may make it later (a request or the compute's creation held back
+      in the broker, sent again once it is back): the rollback abandons
+      that uuid (``BlockDeviceMapping.abandon_reservation``), which
+      destroys the record if it exists and has a later creation refused.
+      Left for the reconcile pass: the record of a compute older than 1.9;
     * the attachment_create: the Cinder client never sends it twice
       blindly (it asks the volume service whether a create cut off
       unanswered happened); when it gives up on the volume service
@@ -163,7 +165,7 @@ class AttachVolumeTask(base.TaskBase):
                 objects.BlockDeviceMappingList.get_by_instance_uuid,
                 self.context, self.instance.uuid)
         bdm_uuid = uuidutils.generate_uuid()
-        with self._attempt("destroy record %s, made without an answer"
+        with self._attempt("abandon record %s, reserved without an answer"
                            % bdm_uuid, self._destroy_unanswered_reserve,
                            bdm_uuid) as step:
             bdm = self.compute_rpcapi.reserve_block_device_name(
@@ -192,17 +194,16 @@ class AttachVolumeTask(base.TaskBase):
     # -- the undos -------------------------------------------------------------
 
     def _destroy_unanswered_reserve(self, bdm_uuid):
-        """Destroy the record ``bdm_uuid`` of the server if a reserve whose
-        answer never came made it (it holds no attachment: only this
-        workflow would have given it one)."""
-        for bdm in base.retry_transient(
-                objects.BlockDeviceMappingList.get_by_instance_uuid,
-                self.context, self.instance.uuid):
-            if bdm.uuid == bdm_uuid:
-                LOG.warning("the reserve of %s on %s made record %s without "
-                            "an answer; destroying it", bdm.volume_id,
-                            self.instance.uuid, bdm_uuid)
-                base.retry_transient(bdm.destroy_if_attachment, None)
+        """Abandon the record ``bdm_uuid`` of the server, whose reserve got
+        no answer: destroyed if the reserve made it (it holds no
+        attachment: only this workflow would have given it one), refused
+        if the compute creates it later."""
+        if base.retry_transient(
+                objects.BlockDeviceMapping.abandon_reservation,
+                self.context, self.instance.uuid, bdm_uuid):
+            LOG.warning("the reserve of %s on %s made record %s without an "
+                        "answer; destroyed it", self.volume_id,
+                        self.instance.uuid, bdm_uuid)
 
     def _delete_unanswered_attachment(self):
         """Delete the attachment of this server and volume, if the volume

@@ -22,6 +22,7 @@ SERVICES = models.Service.__table__
 FLAVORS = models.Flavor.__table__
 ACTIONS = models.InstanceAction.__table__
 EVENTS = models.InstanceActionEvent.__table__
+ABANDONED = models.AbandonedReservation.__table__
 
 
 class binary(functions.FunctionElement):

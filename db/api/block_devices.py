@@ -38,9 +38,26 @@ _BDM_BY_VOLUME_AND_INSTANCE = (select(c.BDMS)
                                .order_by(c.BDMS.c.id).limit(1))
 
 
-def _check_instance_takes_mappings(conn, instance_uuid):
-    """Raise unless the instance exists and no delete has begun (see
-    ``_INSTANCE_FOR_NEW_BDM``)."""
+# An abandoned reservation takes the instance's row exclusively: it waits
+# for a mapping's INSERT in flight (which holds the row shared) to commit,
+# and a mapping created after it reads the reservation it wrote.
+_INSTANCE_FOR_ABANDON = (select(c.INSTANCES.c.id)
+                         .where(c.INSTANCES.c.uuid == bindparam("instance_uuid_"),
+                                c.INSTANCES.c.deleted == 0)
+                         .with_for_update())
+_ABANDONED_BY_UUID = select(c.ABANDONED.c.bdm_uuid).where(
+    c.ABANDONED.c.bdm_uuid == bindparam("bdm_uuid_"))
+_BDM_DELETE_BY_UUID = delete(c.BDMS).where(
+    c.BDMS.c.uuid == bindparam("bdm_uuid_"),
+    c.BDMS.c.instance_uuid == bindparam("instance_uuid_"))
+
+
+def _check_instance_takes_mappings(conn, values):
+    """Raise unless the mapping ``values`` may be created: its instance
+    exists and no delete has begun (see ``_INSTANCE_FOR_NEW_BDM``), and
+    its uuid is not one an attach abandoned (``bdm_abandon_reservation``:
+    ``ReservationAbandoned``)."""
+    instance_uuid = values["instance_uuid"]
     found = conn.execute(_INSTANCE_FOR_NEW_BDM,
                          {"instance_uuid_": instance_uuid}).first()
     if found is None:
@@ -49,13 +66,18 @@ def _check_instance_takes_mappings(conn, instance_uuid):
         raise exception.InstanceInvalidState(
             method="create a block device mapping of",
             instance_uuid=instance_uuid, attr="task_state", state="deleting")
+    bdm_uuid = values.get("uuid")
+    if bdm_uuid and conn.execute(_ABANDONED_BY_UUID,
+                                 {"bdm_uuid_": bdm_uuid}).first():
+        raise exception.ReservationAbandoned(bdm_uuid=bdm_uuid,
+                                             instance_uuid=instance_uuid)
 
 
 def bdm_create(values):
     """Create a BDM; ``InstanceNotFound`` or ``InstanceInvalidState`` (409)
     when its instance is gone or being deleted."""
     def create(s):
-        _check_instance_takes_mappings(s, values["instance_uuid"])
+        _check_instance_takes_mappings(s, values)
         row = models.BlockDeviceMapping(**values)
         s.add(row)
         s.flush()
@@ -127,7 +149,7 @@ def bdm_create_unless_new_mappings(values, seen_ids):
     seen = set(seen_ids)
 
     def create(conn):
-        _check_instance_takes_mappings(conn, values["instance_uuid"])
+        _check_instance_takes_mappings(conn, values)
         ids = conn.execute(_BDM_IDS_OF_INSTANCE,
                            {"instance_uuid_": values["instance_uuid"]}).scalars()
         if any(bdm_id not in seen for bdm_id in ids):
@@ -138,6 +160,33 @@ def bdm_create_unless_new_mappings(values, seen_ids):
                         .mappings().one())
         return dict(conn.execute(_BDM_INSERT_RETURNING, values).mappings().one())
     return db.write(create)
+
+
+def bdm_abandon_reservation(instance_uuid, bdm_uuid):
+    """An attach whose reserve got no answer gives up on record
+    ``bdm_uuid`` of ``instance_uuid``: destroy it if the reserve made it,
+    and refuse any creation of it from now on (the compute may run a
+    reserve that waited in the broker after this, or send its creation
+    again).  True when a record was destroyed.
+
+    One transaction, which takes the instance's row exclusively first
+    (PostgreSQL; SQLite's writes are serial): a creation in flight holds
+    it shared (``_INSTANCE_FOR_NEW_BDM``), so either that creation
+    committed before and its record is destroyed here, or it reads the
+    reservation written here and is refused.  Calling it again is
+    harmless."""
+    params = {"instance_uuid_": instance_uuid, "bdm_uuid_": bdm_uuid}
+
+    def abandon(conn):
+        # a deleted instance takes no mapping any more: nothing to keep
+        alive = conn.execute(_INSTANCE_FOR_ABANDON, params).first()
+        destroyed = conn.execute(_BDM_DELETE_BY_UUID, params).rowcount
+        if alive and conn.execute(_ABANDONED_BY_UUID, params).first() is None:
+            conn.execute(insert(c.ABANDONED), {
+                "bdm_uuid": bdm_uuid, "instance_uuid": instance_uuid,
+                "created_at": c.now()})
+        return bool(destroyed)
+    return c.database().write(abandon)
 
 
 def bdm_destroy(bdm_id):

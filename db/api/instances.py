@@ -3,8 +3,8 @@ device mappings where one request reads both)."""
 import json
 import re
 
-from sqlalchemy import (LABEL_STYLE_TABLENAME_PLUS_COL, bindparam, func, select,
-                        tuple_, update)
+from sqlalchemy import (LABEL_STYLE_TABLENAME_PLUS_COL, bindparam, delete, func,
+                        select, tuple_, update)
 
 from volattach.db.api import _common as c
 from volattach.db import models
@@ -215,6 +215,10 @@ def instance_destroy(uuid):
         row.terminated_at = now
         row.vm_state = "deleted"
         row.task_state = None
+        # nothing creates a mapping of a deleted instance: the abandoned
+        # reservations it kept refused are not needed any longer
+        s.execute(delete(c.ABANDONED).where(
+            c.ABANDONED.c.instance_uuid == uuid))
         s.flush()
         return c.row_dict(row)
     return c.orm_write(destroy)

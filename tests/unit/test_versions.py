@@ -23,8 +23,8 @@ from volattach.objects import service as service_obj
 objects.register_all()
 
 EXPECTED_OBJECT_HASHES = {
-    "BlockDeviceMapping": "1.4-5635b3b593d0a7540363bb33f124887f",
-    "BlockDeviceMappingList": "1.4-64d5855ad1329af83dcc52f711c28719",
+    "BlockDeviceMapping": "1.5-942b7cfcd998448fa5778c1af237376b",
+    "BlockDeviceMappingList": "1.5-64d5855ad1329af83dcc52f711c28719",
     "BlockDevicePayload": "1.0-fc6c8394e1e7d035969d5a889342067d",
     "InstanceActionVolumePayload": "1.0-13f5db945401f499682981d90bef9971",
     "Flavor": "1.0-05f5afeaccc1ab90958f7dc985b89dad",

@@ -205,3 +205,23 @@ def test_a_reserve_delivered_again_returns_its_record(env):
     assert (again.id, again.uuid, again.device_name) == (
         first.id, chosen, first.device_name)
     assert _names(env) == [first.device_name]
+
+
+@pytest.mark.parametrize("listed", [True, False])
+def test_a_reserve_after_its_attach_gave_up_creates_nothing(env, listed):
+    """The conductor's attach got no answer and abandoned the uuid it sent
+    (``BlockDeviceMapping.abandon_reservation``); the request reaches the
+    compute only then (held back in a restarting broker): the creation
+    through the conductor is refused, whatever way the compute takes, and
+    the server keeps the records it had."""
+    chosen = str(uuid.uuid4())
+    before = [b.uuid for b in _listing(env)]
+    objects.BlockDeviceMapping.abandon_reservation(
+        env.ctx, env.instance.uuid, chosen)
+    with pytest.raises(exception.ReservationAbandoned):
+        _reserve(env, "vol-new", _listing(env) if listed else None,
+                 bdm_uuid=chosen)
+    assert [b.uuid for b in _listing(env)] == before
+    # the next attach of the same volume reserves as usual
+    assert _reserve(env, "vol-new", _listing(env),
+                    bdm_uuid=str(uuid.uuid4())).volume_id == "vol-new"

@@ -94,61 +94,43 @@ def test_reserve_failure_leaves_nothing(workflow):
     assert isinstance(w.event.finish.call_args.kwargs["error"], exception.DevicePathInUse)
 
 
-class Record:
-    """A record of the server as the conductor lists it."""
-
-    def __init__(self, uuid, attachment_id=None):
-        self.uuid = uuid
-        self.volume_id = "vol-1"
-        self.attachment_id = attachment_id
-        self.destroyed_if = []
-
-    def destroy_if_attachment(self, attachment_id):
-        self.destroyed_if.append(attachment_id)
-        return True
-
-
 @pytest.mark.parametrize("error", [
     rpc.RPCTimeout(topic="compute", method="reserve_block_device_name"),
     # the compute's own call that created the record lost its answer,
     # and the compute said so
     exception.ServiceUnavailable(),
+    # a refusal: no record was made, and abandoning its uuid is harmless
+    exception.VolumeAlreadyAttached(volume_id="vol-1", server_id="inst-1"),
 ])
-def test_an_unanswered_reserve_destroys_the_record_it_made(workflow, error):
-    """A broker restart lost the answer of a reserve that made the record:
-    the rollback finds it by the uuid the conductor sent and destroys it
-    (only it: another attach's record of the server stays)."""
+def test_a_failed_reserve_abandons_the_uuid_it_sent(workflow, error):
+    """Whatever the reserve ended with, the record may exist or be created
+    later (a request held back in a restarting broker): the rollback
+    abandons the uuid the conductor sent, and only that one (the database
+    side: tests/unit/db/test_abandoned_reservations.py)."""
     w = workflow
-    made, other = [], Record("other-attach")
-
-    def reserve(ctxt, instance, device, volume_id, **kwargs):
-        made.append(Record(kwargs["bdm_uuid"]))
-        raise error
-    w.compute.reserve_block_device_name.side_effect = reserve
-    with mock.patch.object(objects, "BlockDeviceMappingList") as listing:
-        listing.get_by_instance_uuid.side_effect = lambda ctxt, uuid: [
-            other] + made
+    w.compute.reserve_block_device_name.side_effect = error
+    with mock.patch.object(objects.BlockDeviceMapping,
+                           "abandon_reservation") as abandon:
         with pytest.raises(type(error)):
             w.tm.attach_volume(w.ctx, w.instance, "vol-1")
-    [record] = made
-    assert record.destroyed_if == [None]
-    assert other.destroyed_if == []
+    sent = w.compute.reserve_block_device_name.call_args.kwargs["bdm_uuid"]
+    abandon.assert_called_once_with(w.ctx, "inst-1", sent)
     w.volume.attachment_create.assert_not_called()
     assert w.event.finish.call_args.kwargs["error"] is error
 
 
-def test_a_refused_reserve_destroys_nothing(workflow):
-    """A compute that refused made no record under the uuid: the lookup
-    finds none, and the records the server has stay."""
+def test_an_answered_reserve_is_undone_by_its_record(workflow):
+    """A reserve that answered is undone by destroying the record it
+    returned, not by abandoning a uuid."""
     w = workflow
-    other = Record("other-attach")
-    w.compute.reserve_block_device_name.side_effect = \
-        exception.VolumeAlreadyAttached(volume_id="vol-1", server_id="inst-1")
-    with mock.patch.object(objects, "BlockDeviceMappingList") as listing:
-        listing.get_by_instance_uuid.return_value = [other]
-        with pytest.raises(exception.VolumeAlreadyAttached):
+    w.volume.attachment_create.side_effect = exception.VolumeNotFound(
+        volume_id="vol-1")
+    with mock.patch.object(objects.BlockDeviceMapping,
+                           "abandon_reservation") as abandon:
+        with pytest.raises(exception.VolumeNotFound):
             w.tm.attach_volume(w.ctx, w.instance, "vol-1")
-    assert other.destroyed_if == []
+    assert w.bdm.destroyed
+    abandon.assert_not_called()
 
 
 def test_each_attach_sends_a_uuid_of_its_own(workflow):

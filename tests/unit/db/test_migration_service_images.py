@@ -82,7 +82,7 @@ def test_upgrade_keeps_every_service_and_adds_images_null(database_at_0007):
     before = _rows(url)
     assert "images" not in before[0]
 
-    migration.db_sync(url)
+    migration.db_sync(url, revision="0008")
 
     assert migration.db_version(url) == "0008"
     after = _rows(url)
