@@ -34,28 +34,43 @@ def fresh_postgres_database(base_url):
 
 
 @contextlib.contextmanager
-def compute_database(kind, tmp_path):
-    """A migrated compute database URL of ``kind`` ('sqlite' or 'postgresql')."""
+def compute_database(kind, tmp_path, revision="head"):
+    """A compute database URL of ``kind`` ('sqlite' or 'postgresql'),
+    migrated to ``revision`` (a migration test's release before)."""
     from volattach.db import migration
     if kind == "sqlite":
         url = "sqlite:///%s" % (tmp_path / "compute.sqlite")
-        migration.db_sync(url)
+        migration.db_sync(url, revision=revision)
         yield url
         return
     base = utils.require_env(utils.PG_URL_ENV, "a PostgreSQL database test")
     with fresh_postgres_database(base) as url:
-        migration.db_sync(url)
+        migration.db_sync(url, revision=revision)
         yield url
 
 
+def run_sql(url, *statements):
+    """Run ``statements`` (``(sql text, parameters)`` pairs) in one
+    transaction of their own on ``url``: a migration test's rows of the
+    release before, written as that release's schema has them."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            for sql, params in statements:
+                conn.execute(sa.text(sql), params)
+    finally:
+        engine.dispose()
+
+
 @contextlib.contextmanager
-def configured_compute_database(kind, tmp_path):
-    """``compute_database(kind)`` as the ``[database] connection`` of the
-    global CONF for the block; its engines are disposed of afterwards."""
+def configured_compute_database(kind, tmp_path, revision="head"):
+    """``compute_database(kind, revision)`` as the ``[database] connection``
+    of the global CONF for the block; its engines are disposed of
+    afterwards."""
     from volattach.db import engine as db_engine
     from volattach.conf import CONF
     CONF([], project="volattach", default_config_files=[])
-    with compute_database(kind, tmp_path) as url:
+    with compute_database(kind, tmp_path, revision) as url:
         CONF.set_override("connection", url, group="database")
         try:
             yield url

@@ -8,13 +8,11 @@ import pytest
 import sqlalchemy as sa
 
 import volattach  # noqa: F401
-from volattach.conf import CONF
 from volattach import context
-from volattach.db import engine as db_engine
 from volattach.db import migration
 from volattach import exception
 from volattach import objects
-from tests.unit.db.test_migration_service_images import _empty_database
+from tests import db_fixtures
 
 objects.register_all()
 
@@ -28,40 +26,26 @@ LATE = "c0000000-0000-4000-8000-000000000003"
 @pytest.fixture(params=["sqlite", pytest.param("postgresql",
                                                marks=pytest.mark.postgres)])
 def database_at_0008(request, tmp_path):
-    CONF([], project="volattach", default_config_files=[])
-    with _empty_database(request.param, tmp_path) as url:
-        migration.db_sync(url, revision="0008")
-        engine = sa.create_engine(url)
-        try:
-            with engine.begin() as conn:
-                conn.execute(sa.text(
-                    "INSERT INTO instances (id, uuid, project_id, user_id, "
-                    "host, vm_state, power_state, locked, launch_index, "
-                    "flavor, deleted, created_at) VALUES (1, :server, 'demo', "
-                    "'alice', 'compute1', 'active', 1, :f, 0, "
-                    "'{\"flavorid\": \"1\"}', 0, '2026-11-25 10:00:00')"),
-                    {"server": SERVER, "f": False})
-                conn.execute(sa.text(
-                    "INSERT INTO block_device_mappings (id, uuid, "
-                    "instance_uuid, source_type, destination_type, "
-                    "boot_index, device_name, volume_id, attachment_id, "
-                    "connection_info, delete_on_termination, no_device, "
-                    "attach_mode) VALUES "
-                    "(1, :root, :server, 'image', 'local', 0, '/dev/vda', "
-                    "NULL, NULL, NULL, :f, :f, NULL), "
-                    "(2, :bdm, :server, 'volume', 'volume', NULL, "
-                    "'/dev/vdb', :volume, 'e0000000-0000-4000-8000-000000000001', "
-                    "'{\"driver_volume_type\": \"rbd\"}', :f, :f, 'ro')"),
-                    {"root": ROOT, "bdm": VOLUME_BDM, "server": SERVER,
-                     "volume": VOLUME, "f": False})
-        finally:
-            engine.dispose()
-        CONF.set_override("connection", url, group="database")
-        try:
-            yield url
-        finally:
-            CONF.clear_override("connection", group="database")
-            db_engine.dispose_all()
+    with db_fixtures.configured_compute_database(
+            request.param, tmp_path, revision="0008") as url:
+        db_fixtures.run_sql(url, (
+            "INSERT INTO instances (id, uuid, project_id, user_id, host, "
+            "vm_state, power_state, locked, launch_index, flavor, deleted, "
+            "created_at) VALUES (1, :server, 'demo', 'alice', 'compute1', "
+            "'active', 1, :f, 0, '{\"flavorid\": \"1\"}', 0, "
+            "'2026-11-25 10:00:00')", {"server": SERVER, "f": False}), (
+            "INSERT INTO block_device_mappings (id, uuid, instance_uuid, "
+            "source_type, destination_type, boot_index, device_name, "
+            "volume_id, attachment_id, connection_info, "
+            "delete_on_termination, no_device, attach_mode) VALUES "
+            "(1, :root, :server, 'image', 'local', 0, '/dev/vda', NULL, "
+            "NULL, NULL, :f, :f, NULL), "
+            "(2, :bdm, :server, 'volume', 'volume', NULL, '/dev/vdb', "
+            ":volume, 'e0000000-0000-4000-8000-000000000001', "
+            "'{\"driver_volume_type\": \"rbd\"}', :f, :f, 'ro')",
+            {"root": ROOT, "bdm": VOLUME_BDM, "server": SERVER,
+             "volume": VOLUME, "f": False}))
+        yield url
 
 
 def _rows(url, table):

@@ -3,35 +3,20 @@ rows of the release before (revision 0007): every services row keeps its
 columns, ``images`` is NULL (those computes reported nothing), and the
 Service objects read and write it after the upgrade, on SQLite and
 PostgreSQL."""
-import contextlib
-
 import pytest
 import sqlalchemy as sa
 
 import volattach  # noqa: F401
 from volattach import context
-from volattach.conf import CONF
-from volattach.db import engine as db_engine
 from volattach.db import migration
 from volattach import objects
 from volattach.objects import service as service_obj
 from tests import db_fixtures
-from tests import utils
 
 objects.register_all()
 
 IMAGE = "155d900f-4e14-4e4c-a73d-069cbf4541e6"
 CONNECTOR = '{"host": "compute1", "ip": "192.0.2.10"}'
-
-
-@contextlib.contextmanager
-def _empty_database(kind, tmp_path):
-    if kind == "sqlite":
-        yield "sqlite:///%s" % (tmp_path / "compute.sqlite")
-        return
-    base = utils.require_env(utils.PG_URL_ENV, "a PostgreSQL database test")
-    with db_fixtures.fresh_postgres_database(base) as url:
-        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql",
@@ -40,31 +25,20 @@ def database_at_0007(request, tmp_path):
     """A compute database at revision 0007 with two services rows (a
     compute of service version 10 and its conductor), the global CONF
     pointing at it."""
-    CONF([], project="volattach", default_config_files=[])
-    with _empty_database(request.param, tmp_path) as url:
-        migration.db_sync(url, revision="0007")
-        engine = sa.create_engine(url)
-        try:
-            with engine.begin() as conn:
-                conn.execute(sa.text(
-                    "INSERT INTO services (id, uuid, host, \"binary\", topic, "
-                    "report_count, disabled, forced_down, version, "
-                    "rpc_version, connector, created_at, last_seen_up) VALUES "
-                    "(1, 'a0000000-0000-4000-8000-000000000001', 'compute1', "
-                    "'volattach-compute', 'compute', 42, :f, :f, 10, '1.9', "
-                    ":connector, '2026-11-25 10:00:00', '2026-11-25 10:05:00'),"
-                    "(2, 'a0000000-0000-4000-8000-000000000002', 'ctl', "
-                    "'volattach-conductor', 'conductor', 7, :f, :f, 10, "
-                    "'1.7', NULL, '2026-11-25 10:00:00', NULL)"),
-                    {"f": False, "connector": CONNECTOR})
-        finally:
-            engine.dispose()
-        CONF.set_override("connection", url, group="database")
-        try:
-            yield url
-        finally:
-            CONF.clear_override("connection", group="database")
-            db_engine.dispose_all()
+    with db_fixtures.configured_compute_database(
+            request.param, tmp_path, revision="0007") as url:
+        db_fixtures.run_sql(url, (
+            "INSERT INTO services (id, uuid, host, \"binary\", topic, "
+            "report_count, disabled, forced_down, version, rpc_version, "
+            "connector, created_at, last_seen_up) VALUES "
+            "(1, 'a0000000-0000-4000-8000-000000000001', 'compute1', "
+            "'volattach-compute', 'compute', 42, :f, :f, 10, '1.9', "
+            ":connector, '2026-11-25 10:00:00', '2026-11-25 10:05:00'),"
+            "(2, 'a0000000-0000-4000-8000-000000000002', 'ctl', "
+            "'volattach-conductor', 'conductor', 7, :f, :f, 10, '1.7', NULL, "
+            "'2026-11-25 10:00:00', NULL)",
+            {"f": False, "connector": CONNECTOR}))
+        yield url
 
 
 def _rows(url):
