@@ -17,13 +17,18 @@ class ComputeService(service.Service):
     """A compute on ``host``.  Object calls go to the conductor:
     process-wide for a compute daemon, per thread with
     ``in_process_with_conductor`` (volattach-all, the functional tests),
-    where a conductor serves the database in the same process."""
+    where a conductor serves the database in the same process; there
+    ``indirection_api`` may name how (volattach-all's
+    ``conductor.local_indirection.LocalIndirection``: in the calling
+    thread), else over the bus (``conductor.rpcapi.ConductorAPI``)."""
 
-    def __init__(self, host=None, in_process_with_conductor=False):
+    def __init__(self, host=None, in_process_with_conductor=False,
+                 indirection_api=None):
         host = host or CONF.compute.host
         self.driver = virt.load_driver(CONF.compute.virt_driver, host)
         self.manager = compute_manager.ComputeManager(host, self.driver)
-        indirection_api = conductor_rpcapi.ConductorAPI()
+        if indirection_api is None or not in_process_with_conductor:
+            indirection_api = conductor_rpcapi.ConductorAPI()
         if not in_process_with_conductor:
             objects_base.set_indirection_api(indirection_api)
         super().__init__(

@@ -17,7 +17,11 @@ compute_endpoint`` say otherwise.  When ``[cinder] endpoint`` is this
 process's own volume service (``[all] volume_in_process``, default on),
 the Cinder client hands its requests to that service's WSGI application in
 the calling thread, with no socket (``volattach.volume_client.in_process``);
-other clients still reach it over HTTP.
+other clients still reach it over HTTP.  On the in-process bus the calls
+carry no call monitor (``[DEFAULT] rpc_call_monitor_timeout`` defaults to
+0 there: nothing between the roles can lose a message), and the computes'
+object calls go to the conductor's object endpoints in the calling thread
+(``conductor.local_indirection``) instead of over the bus.
 """
 import logging
 import sys
@@ -56,6 +60,7 @@ class AllInOne:
         from volattach import rpc
         from volattach.db import migration
         from volattach.compute import service as compute_service
+        from volattach.conductor import local_indirection
         from volattach.conductor import service as conductor_service
         from volattach import embedded_server
 
@@ -76,9 +81,11 @@ class AllInOne:
         conductor.start()
         self.services.append(conductor)
         self.conductor = conductor
+        objects_here = local_indirection.LocalIndirection()
         for host in conf.all.compute_hosts:
             compute = compute_service.ComputeService(
-                host, in_process_with_conductor=True)
+                host, in_process_with_conductor=True,
+                indirection_api=objects_here)
             compute.start()
             self.services.append(compute)
             self.computes[host] = compute
@@ -160,6 +167,20 @@ def _same_socket(endpoint, listen_host, port):
             and loopback_defaults.is_loopback(host))
 
 
+def _no_call_monitor_on_the_inproc_bus(conf):
+    """``[DEFAULT] rpc_call_monitor_timeout`` defaults to 0 (off) on the
+    in-process bus: no broker stands between the roles, so no request or
+    answer can be lost, and the monitor's watchdog thread per call would
+    watch for nothing.  A configuration file still wins; RabbitMQ keeps the
+    monitor.  (In ``main`` only: the tests that start ``AllInOne`` keep the
+    process-wide default.)"""
+    from volattach import rpc
+    from volattach.rpc import inproc
+    url = rpc._configured_url(conf) or volattach_conf.MEMORY_TRANSPORT_URL
+    if inproc.is_inproc_url(url):
+        conf.set_default("rpc_call_monitor_timeout", 0)
+
+
 DESCRIPTION = (
     "Run every role of volattach in one process: the compute API (port "
     "8774), the volume service (port 8776), the conductor and the computes "
@@ -176,6 +197,7 @@ def main(argv=None):
                               description=DESCRIPTION)
     if conf.api.workers > 1:
         conf.set_override("workers", 1, group="api")
+    _no_call_monitor_on_the_inproc_bus(conf)
     from volattach import listen
     from volattach.wsgi import insecure
     try:
