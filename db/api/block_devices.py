@@ -47,9 +47,12 @@ _INSTANCE_FOR_ABANDON = (select(c.INSTANCES.c.id)
                          .with_for_update())
 _ABANDONED_BY_UUID = select(c.ABANDONED.c.bdm_uuid).where(
     c.ABANDONED.c.bdm_uuid == bindparam("bdm_uuid_"))
+# only while it holds no attachment: only the attach that gave up would
+# have given it one
 _BDM_DELETE_BY_UUID = delete(c.BDMS).where(
     c.BDMS.c.uuid == bindparam("bdm_uuid_"),
-    c.BDMS.c.instance_uuid == bindparam("instance_uuid_"))
+    c.BDMS.c.instance_uuid == bindparam("instance_uuid_"),
+    c.BDMS.c.attachment_id.is_(None))
 
 
 def _check_instance_takes_mappings(conn, values):

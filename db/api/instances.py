@@ -215,8 +215,8 @@ def instance_destroy(uuid):
         row.terminated_at = now
         row.vm_state = "deleted"
         row.task_state = None
-        # nothing creates a mapping of a deleted instance: the abandoned
-        # reservations it kept refused are not needed any longer
+        # a deleted instance takes no new mapping: its abandoned
+        # reservations have nothing left to refuse
         s.execute(delete(c.ABANDONED).where(
             c.ABANDONED.c.instance_uuid == uuid))
         s.flush()

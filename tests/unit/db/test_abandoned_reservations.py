@@ -176,3 +176,13 @@ def test_a_creation_that_waited_for_an_abandon_is_refused(tmp_path):
             engine.dispose()
         assert isinstance(outcome.get("error"), exception.ReservationAbandoned)
         assert _uuids(server) == []
+
+
+def test_a_record_with_an_attachment_is_kept(database):
+    """Only the attach that gave up would have given its record an
+    attachment; one that holds any is not destroyed (the uuid is still
+    refused to a creation)."""
+    server = db_fixtures.instance_row()
+    made = db_api.bdm_create(dict(_values(server), attachment_id="att-1"))
+    assert db_api.bdm_abandon_reservation(server, made["uuid"]) is False
+    assert _uuids(server) == [made["uuid"]]
