@@ -69,6 +69,9 @@ def _check_instance_takes_mappings(conn, values):
         raise exception.InstanceInvalidState(
             method="create a block device mapping of",
             instance_uuid=instance_uuid, attr="task_state", state="deleting")
+    # a statement of its own, after the one that waited for the instance's
+    # row: under READ COMMITTED it sees an abandon that committed during
+    # that wait (a subquery of the locking SELECT would not)
     bdm_uuid = values.get("uuid")
     if bdm_uuid and conn.execute(_ABANDONED_BY_UUID,
                                  {"bdm_uuid_": bdm_uuid}).first():

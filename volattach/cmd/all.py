@@ -65,8 +65,7 @@ class AllInOne:
         from volattach import embedded_server
 
         objects.register_all()
-        url = rpc._configured_url(conf) or volattach_conf.MEMORY_TRANSPORT_URL
-        rpc.init(conf, url=url)
+        rpc.init(conf, url=_bus_url(conf))
         migration.db_sync(conf.database.connection)
         if conf.all.run_volume_service:
             from volattach.volume import service as volume_service
@@ -174,11 +173,16 @@ def _no_call_monitor_on_the_inproc_bus(conf):
     watch for nothing.  A configuration file still wins; RabbitMQ keeps the
     monitor.  (In ``main`` only: the tests that start ``AllInOne`` keep the
     process-wide default.)"""
-    from volattach import rpc
     from volattach.rpc import inproc
-    url = rpc._configured_url(conf) or volattach_conf.MEMORY_TRANSPORT_URL
-    if inproc.is_inproc_url(url):
+    if inproc.is_inproc_url(_bus_url(conf)):
         conf.set_default("rpc_call_monitor_timeout", 0)
+
+
+def _bus_url(conf):
+    """The transport volattach-all runs on: ``transport_url`` when set,
+    else the in-process bus."""
+    from volattach import rpc
+    return rpc._configured_url(conf) or volattach_conf.MEMORY_TRANSPORT_URL
 
 
 DESCRIPTION = (

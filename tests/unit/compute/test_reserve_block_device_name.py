@@ -13,7 +13,7 @@ import volattach  # noqa: F401
 from volattach import objects
 from volattach.compute import manager as compute_manager
 from volattach.compute.virt import fake
-from volattach.conductor import manager as conductor_manager
+from volattach.conductor import local_indirection
 from volattach.objects import base as objects_base
 from tests import db_fixtures
 from volattach import context as volattach_context
@@ -23,32 +23,25 @@ from volattach.conf import CONF
 objects.register_all()
 
 
-class RecordingConductor:
+class RecordingConductor(local_indirection.LocalIndirection):
     """The conductor's object indirection endpoints, called in-process with
-    the objects through the wire format; records each call back."""
+    the objects through the wire format (volattach-all's
+    ``LocalIndirection``); records each call back."""
 
     def __init__(self):
+        super().__init__()
         self.calls = []
-        self._manager = conductor_manager.ConductorManager()
-        self._serializer = objects_base.VolattachObjectSerializer()
-
-    def _wire(self, context, value):
-        return self._serializer.deserialize_entity(
-            context, self._serializer.serialize_entity(context, value))
 
     def object_class_action_versions(self, context, objname, objmethod,
                                      object_versions, args, kwargs):
         self.calls.append("%s.%s" % (objname, objmethod))
-        with objects_base.indirection(None):   # the conductor's own database
-            result = self._manager.object_class_action_versions(
-                context, objname, objmethod, object_versions, args, kwargs)
-        return self._wire(context, result)
+        return super().object_class_action_versions(
+            context, objname, objmethod, object_versions, args, kwargs)
 
     def object_action(self, context, objinst, objmethod, args, kwargs):
         self.calls.append("%s.%s" % (objinst.obj_name(), objmethod))
-        with objects_base.indirection(None):
-            return self._manager.object_action(
-                context, self._wire(context, objinst), objmethod, args, kwargs)
+        return super().object_action(context, objinst, objmethod, args,
+                                     kwargs)
 
 
 @pytest.fixture
