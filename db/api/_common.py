@@ -88,12 +88,35 @@ def fix_keys(values):
     return values
 
 
+def dicts(result):
+    """The rows of a Core result as plain dicts: its keys zipped with each
+    row, about a third cheaper than ``dict()`` of each ``.mappings()`` row
+    (which looks every key up through the result's key map; a server's
+    row, 34 columns: 117 against 164 us per read, issue 23)."""
+    keys = tuple(result.keys())
+    return [dict(zip(keys, row)) for row in result]
+
+
+def first_dict(result):
+    """The first row of a Core result as a dict (``dicts``), or None."""
+    keys = tuple(result.keys())
+    row = result.first()
+    return None if row is None else dict(zip(keys, row))
+
+
+def one_dict(result):
+    """The one row of a Core result as a dict (``dicts``); NoResultFound
+    or MultipleResultsFound otherwise, as ``Result.one``."""
+    keys = tuple(result.keys())
+    return dict(zip(keys, result.one()))
+
+
 def read(stmt, params=None):
     """Rows of a Core SELECT as dicts (reads skip the ORM: no identity map,
     no entity objects; this is the API's hot path).  One statement: no
     transaction around it (``Database.read_single``)."""
     return database().read_single(
-        lambda conn: [dict(r) for r in conn.execute(stmt, params).mappings()])
+        lambda conn: dicts(conn.execute(stmt, params)))
 
 
 def read_one(stmt):

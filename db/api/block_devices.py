@@ -111,11 +111,11 @@ def bdm_update_returning(bdm_id, values):
     db = c.database()
     if not db.engine.dialect.update_returning:
         return bdm_update(bdm_id, values)
-    row = db.write_single(lambda conn: conn.execute(
-        _BDM_UPDATE_RETURNING, dict(values, bdm_id_=bdm_id)).mappings().first())
+    row = db.write_single(lambda conn: c.first_dict(conn.execute(
+        _BDM_UPDATE_RETURNING, dict(values, bdm_id_=bdm_id))))
     if row is None:
         raise exception.BDMNotFound(id=bdm_id)
-    return dict(row)
+    return row
 
 
 def bdm_update_if_attachment(bdm_id, attachment_id, values):
@@ -128,19 +128,19 @@ def bdm_update_if_attachment(bdm_id, attachment_id, values):
 
     def change(conn):
         if conn.dialect.update_returning:
-            row = conn.execute(_BDM_UPDATE_IF_ATTACHMENT_RETURNING,
-                               params).mappings().first()
+            row = c.first_dict(conn.execute(
+                _BDM_UPDATE_IF_ATTACHMENT_RETURNING, params))
             if row is not None:
-                return True, dict(row)
+                return True, row
         elif conn.execute(update(c.BDMS).where(
                 c.BDMS.c.id == bindparam("bdm_id_"),
                 c.BDMS.c.attachment_id.is_not_distinct_from(
                     bindparam("attachment_id_"))), params).rowcount:
-            return True, dict(conn.execute(_BDM_BY_ID, params).mappings().one())
-        row = conn.execute(_BDM_BY_ID, params).mappings().first()
+            return True, c.one_dict(conn.execute(_BDM_BY_ID, params))
+        row = c.first_dict(conn.execute(_BDM_BY_ID, params))
         if row is None:
             raise exception.BDMNotFound(id=bdm_id)
-        return False, dict(row)
+        return False, row
     return c.database().write(change)
 
 
@@ -162,9 +162,9 @@ def bdm_create_unless_new_mappings(values, seen_ids):
             return None
         if not conn.dialect.insert_returning:
             bdm_id = conn.execute(insert(c.BDMS), values).inserted_primary_key[0]
-            return dict(conn.execute(select(c.BDMS).where(c.BDMS.c.id == bdm_id))
-                        .mappings().one())
-        return dict(conn.execute(_BDM_INSERT_RETURNING, values).mappings().one())
+            return c.one_dict(conn.execute(
+                select(c.BDMS).where(c.BDMS.c.id == bdm_id)))
+        return c.one_dict(conn.execute(_BDM_INSERT_RETURNING, values))
     return db.write(create)
 
 
@@ -211,8 +211,7 @@ def bdm_destroy_if_attachment(bdm_id, attachment_id):
     def destroy(conn):
         if conn.execute(_BDM_DELETE_IF_ATTACHMENT, params).rowcount:
             return None
-        row = conn.execute(_BDM_BY_ID, params).mappings().first()
-        return dict(row) if row is not None else None
+        return c.first_dict(conn.execute(_BDM_BY_ID, params))
     return c.database().write(destroy)
 
 

@@ -101,14 +101,14 @@ def action_event_start_for_request(instance_uuid, request_id, event, host,
     params = dict(values, instance_uuid=instance_uuid, request_id=request_id)
 
     def start_under_request(conn):
-        return conn.execute(_EVENT_START_UNDER_REQUEST, params).mappings().first()
+        return c.first_dict(conn.execute(_EVENT_START_UNDER_REQUEST, params))
 
     # The common case, an action of the request exists: that one statement
     # alone (no BEGIN and COMMIT round trips).  It inserted nothing
     # otherwise: the transaction below tries it again, then makes both.
     row = db.write_single(start_under_request)
     if row is not None:
-        return dict(row)
+        return row
 
     def start(conn):
         row = start_under_request(conn)
@@ -116,9 +116,9 @@ def action_event_start_for_request(instance_uuid, request_id, event, host,
             action_id = conn.execute(_ACTION_INSERT_RETURNING_ID, dict(
                 action_values, instance_uuid=instance_uuid, request_id=request_id,
                 start_time=values["start_time"])).scalar_one()
-            row = conn.execute(_EVENT_INSERT_RETURNING,
-                               dict(values, action_id=action_id)).mappings().one()
-        return dict(row)
+            row = c.one_dict(conn.execute(_EVENT_INSERT_RETURNING,
+                                          dict(values, action_id=action_id)))
+        return row
     return db.write(start)
 
 

@@ -19,9 +19,9 @@ def key_pair_create(values):
                 conn.execute(insert(KEY_PAIRS).values(**values))
         except sa_exc.IntegrityError:
             raise exception.KeyPairExists(key_name=values["name"])
-        return dict(conn.execute(select(KEY_PAIRS).where(
+        return c.one_dict(conn.execute(select(KEY_PAIRS).where(
             KEY_PAIRS.c.user_id == values["user_id"],
-            KEY_PAIRS.c.name == values["name"])).mappings().one())
+            KEY_PAIRS.c.name == values["name"])))
     return c.database().write(create)
 
 

@@ -44,8 +44,8 @@ def migration_update(migration_id, values):
             MIGRATIONS.c.id == migration_id).values(**values)).rowcount
         if not changed:
             raise exception.MigrationNotFound(migration_id=migration_id)
-        return dict(conn.execute(select(MIGRATIONS).where(
-            MIGRATIONS.c.id == migration_id)).mappings().one())
+        return c.one_dict(conn.execute(select(MIGRATIONS).where(
+            MIGRATIONS.c.id == migration_id)))
     return c.database().write(change)
 
 
