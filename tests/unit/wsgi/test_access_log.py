@@ -51,13 +51,24 @@ def _records(caplog):
     return [r for r in caplog.records if r.name == LOGGER]
 
 
+def _serve(app, environ, start_response):
+    """What a WSGI server does with the middleware: call it, read the
+    answer whole, close it (PEP 3333); the chunks read."""
+    answer = access_log.AccessLog(app)(environ, start_response)
+    try:
+        return list(answer)
+    finally:
+        close = getattr(answer, "close", None)
+        if close is not None:
+            close()
+
+
 def test_one_line_with_the_request_and_its_context(caplog):
     caplog.set_level(logging.INFO, logger=LOGGER)
     app, _seen = _app()
     statuses = []
-    body = access_log.AccessLog(app)(
-        _environ(), lambda status, headers, exc_info=None:
-        statuses.append(status))
+    body = _serve(app, _environ(), lambda status, headers, exc_info=None:
+                  statuses.append(status))
     assert body == [b"{}"] and statuses == ["200 OK"]
     [record] = _records(caplog)
     assert record.levelno == logging.INFO
@@ -72,7 +83,7 @@ def test_one_line_with_the_request_and_its_context(caplog):
 def test_the_raw_target_is_logged_as_sent(caplog):
     caplog.set_level(logging.INFO, logger=LOGGER)
     app, _seen = _app()
-    access_log.AccessLog(app)(_environ(REQUEST_URI="/v2.1/servers?a=%0A"),
+    _serve(app, _environ(REQUEST_URI="/v2.1/servers?a=%0A"),
                               lambda *a: None)
     assert '"GET /v2.1/servers?a=%0A" ' in _records(caplog)[0].getMessage()
 
@@ -80,7 +91,7 @@ def test_the_raw_target_is_logged_as_sent(caplog):
 def test_a_decoded_path_is_quoted(caplog):
     caplog.set_level(logging.INFO, logger=LOGGER)
     app, _seen = _app()
-    access_log.AccessLog(app)(_environ(PATH_INFO="/v2.1/a\nb",
+    _serve(app, _environ(PATH_INFO="/v2.1/a\nb",
                                        QUERY_STRING=""), lambda *a: None)
     assert '"GET /v2.1/a%0Ab" ' in _records(caplog)[0].getMessage()
 
@@ -88,7 +99,7 @@ def test_a_decoded_path_is_quoted(caplog):
 def test_a_request_refused_before_auth_has_its_request_id(caplog):
     caplog.set_level(logging.INFO, logger=LOGGER)
     app, _seen = _app(status="401 Unauthorized", authenticated=False)
-    access_log.AccessLog(app)(_environ(), lambda *a: None)
+    _serve(app, _environ(), lambda *a: None)
     [record] = _records(caplog)
     assert " status: 401 " in record.getMessage()
     assert record.context.request_id == "req-inner"
@@ -101,17 +112,93 @@ def test_the_store_is_emptied_before_and_after(caplog):
                                                 request_id="req-stale")
     assert oslo_context.get_current() is stale
     app, seen = _app()
-    access_log.AccessLog(app)(_environ(), lambda *a: None)
+    _serve(app, _environ(), lambda *a: None)
     assert seen["context before"] is None
     assert oslo_context.get_current() is None
     assert "mallory" not in repr(_records(caplog)[0].context.to_dict())
+
+
+def test_the_line_waits_for_the_server_to_close_the_answer(caplog):
+    """The line is written when the server closes the answer (after
+    sending it), after the application's own close(); until then the
+    thread keeps the request's context."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    closed = []
+
+    class Body(list):
+        def close(self):
+            closed.append(_records(caplog) == [])
+
+    def app(environ, start_response):
+        volattach_context.from_noauth_token("alice:demo", request_id="req-1")
+        start_response("200 OK", [("Content-Length", "2")])
+        return Body([b"{}"])
+
+    answer = access_log.AccessLog(app)(_environ(), lambda *a: None)
+    assert list(answer) == [b"{}"]
+    assert _records(caplog) == []
+    assert oslo_context.get_current().request_id == "req-1"
+    answer.close()
+    assert closed == [True]          # the application's close came first
+    [record] = _records(caplog)
+    assert " status: 200 len: 2 " in record.getMessage()
+    assert record.context.request_id == "req-1"
+    assert oslo_context.get_current() is None
+
+
+def test_the_client_has_the_answer_before_the_line_is_written(conf):
+    """Over a real socket (the embedded waitress server): the handler that
+    writes the line waits until the client has read the whole answer; had
+    the line been written before the answer was sent, the client would
+    wait for it and the handler would time out."""
+    import http.client
+    import threading
+
+    from volattach import embedded_server
+
+    received = threading.Event()
+    waited = []
+
+    class Handler(logging.Handler):
+        def emit(self, record):
+            waited.append(received.wait(10))
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Length", "2")])
+        return [b"{}"]
+
+    logger = logging.getLogger(LOGGER)
+    handler = Handler()
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    server = embedded_server.serve_in_thread(
+        access_log.AccessLog(app), "127.0.0.1", 0, name="test", conf=conf)
+    try:
+        client = http.client.HTTPConnection("127.0.0.1", server.port,
+                                            timeout=5)
+        client.request("GET", "/")
+        answer = client.getresponse()
+        assert answer.status == 200 and answer.read() == b"{}"
+        received.set()
+        client.close()
+        for _ in range(500):
+            if waited:
+                break
+            threading.Event().wait(0.01)
+        assert waited == [True]
+    finally:
+        received.set()
+        server.shutdown()
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def test_an_escaping_exception_is_logged_as_500_and_raised(caplog):
     caplog.set_level(logging.INFO, logger=LOGGER)
     app, _seen = _app(raises=RuntimeError("boom"))
     with pytest.raises(RuntimeError):
-        access_log.AccessLog(app)(_environ(), lambda *a: None)
+        _serve(app, _environ(), lambda *a: None)
     assert " status: 500 " in _records(caplog)[0].getMessage()
     assert oslo_context.get_current() is None
 
@@ -124,7 +211,7 @@ def test_nothing_is_done_when_info_is_off(caplog):
     def start_response(*args):
         return None
 
-    access_log.AccessLog(app)(_environ(), start_response)
+    _serve(app, _environ(), start_response)
     assert not _records(caplog)
     # the application got the server's own start_response: no wrapper
     assert seen["start_response"] is start_response
@@ -203,7 +290,7 @@ def test_the_line_is_the_plain_info_calls_line(conf, kept, request_, level):
     logger.setLevel(level)
     app, _seen = _app(status=request_["status"],
                       authenticated=request_.get("authenticated", True))
-    access_log.AccessLog(app)(_environ(), lambda *a: None)
+    _serve(app, _environ(), lambda *a: None)
     new = records.pop()
     old = _old_path_record(logger, records, request_, new.args[-1])
     _same_time(old, new)
@@ -245,7 +332,7 @@ def test_a_format_that_prints_the_caller_names_the_middleware(conf, kept):
                       conf.logging_context_format_string + " "
                       + conf.logging_debug_format_suffix)
     app, _seen = _app()
-    access_log.AccessLog(app)(_environ(), lambda *a: None)
+    _serve(app, _environ(), lambda *a: None)
     [record] = records
     line = formatters.ContextFormatter(config=conf).format(record)
     source, first = inspect.getsourcelines(access_log.AccessLog._log)
@@ -267,7 +354,7 @@ def test_no_stack_walk_for_the_line(kept, monkeypatch):
 
     monkeypatch.setattr(logging.Logger, "findCaller", walk)
     app, _seen = _app()
-    access_log.AccessLog(app)(_environ(), lambda *a: None)
+    _serve(app, _environ(), lambda *a: None)
     assert len(records) == 1
 
 
@@ -296,7 +383,7 @@ def test_the_context_logging_values_are_computed_once(conf, kept,
         return [b"{}"]
 
     try:
-        access_log.AccessLog(app)(_environ(), lambda *a: None)
+        _serve(app, _environ(), lambda *a: None)
     finally:
         logger.removeHandler(handler)
     # once, where oslo.log's ContextFormatter alone asks twice
