@@ -92,7 +92,8 @@ class AccessLog:
             finally:
                 volattach_context.clear_current()
             raise
-        return _Answer(iterable, self._log, environ, answer,
+        wrapper = _SizedAnswer if hasattr(iterable, "__len__") else _Answer
+        return wrapper(iterable, self._log, environ, answer,
                        time.monotonic() - start)
 
     @staticmethod
@@ -169,3 +170,13 @@ class _Answer:
                 self.log(self.environ, self.answer, self.elapsed)
             finally:
                 volattach_context.clear_current()
+
+
+class _SizedAnswer(_Answer):
+    """An ``_Answer`` whose iterable has a length, which it gives: waitress
+    sets the Content-Length of a one-chunk answer that has none from it."""
+
+    __slots__ = ()
+
+    def __len__(self):
+        return len(self.iterable)

@@ -194,6 +194,36 @@ def test_the_client_has_the_answer_before_the_line_is_written(conf):
         logger.setLevel(level)
 
 
+def test_a_one_chunk_answer_without_length_still_gets_one(conf, caplog):
+    """waitress gives a one-chunk answer without Content-Length the
+    length of its chunk (from ``len()`` of the answer) and keeps the
+    connection: the wrapped answer still has that length."""
+    import http.client
+
+    from volattach import embedded_server
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [b"{}"]
+
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    server = embedded_server.serve_in_thread(
+        access_log.AccessLog(app), "127.0.0.1", 0, name="test", conf=conf)
+    try:
+        client = http.client.HTTPConnection("127.0.0.1", server.port,
+                                            timeout=5)
+        for _ in range(2):          # twice over one kept connection
+            client.request("GET", "/")
+            answer = client.getresponse()
+            assert answer.read() == b"{}"
+            assert answer.getheader("Content-Length") == "2"
+            assert answer.getheader("Connection") != "close"
+        client.close()
+    finally:
+        server.shutdown()
+    assert len(_records(caplog)) == 2
+
+
 def test_an_escaping_exception_is_logged_as_500_and_raised(caplog):
     caplog.set_level(logging.INFO, logger=LOGGER)
     app, _seen = _app(raises=RuntimeError("boom"))
