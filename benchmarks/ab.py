@@ -83,17 +83,9 @@ def _counters(pid):
     return user, system, voluntary, involuntary
 
 
-def _start(name, tree, workdir, clients, warmup=10):
-    script = os.path.join(os.path.abspath(tree), ".venv", "bin", "volattach-all")
-    if not os.path.exists(script):
-        raise SystemExit("%s: no %s (a checkout with its own .venv)" % (name, script))
-    original = deploy.console_script
-    deploy.console_script = lambda _name: script
-    try:
-        dep = deploy.AllInOneProcess(workdir)
-        dep.start()
-    finally:
-        deploy.console_script = original
+def _start(tree, workdir, clients, warmup=10):
+    dep = deploy.AllInOneProcess(workdir, script=deploy.tree_script(tree))
+    dep.start()
     servers = load.create_servers(dep.api_url, clients)
     volumes = load.create_volumes(dep.volume_url, 2 * clients)
     pairs = [(servers[i], volumes[2 * i:2 * i + 2]) for i in range(clients)]
@@ -153,7 +145,7 @@ def main(argv=None):
         if not args.fresh:
             for name, tree in trees:
                 workdirs.append(tempfile.mkdtemp(prefix="volattach-ab-%s-" % name))
-                deps[name] = _start(name, tree, workdirs[-1], args.concurrency,
+                deps[name] = _start(tree, workdirs[-1], args.concurrency,
                                     args.warmup)
         names = [name for name, _ in trees]
         for r in range(args.rounds):
@@ -163,7 +155,7 @@ def main(argv=None):
             for name in order:
                 if args.fresh:
                     workdirs.append(tempfile.mkdtemp(prefix="volattach-ab-%s-" % name))
-                    deps[name] = _start(name, paths[name], workdirs[-1],
+                    deps[name] = _start(paths[name], workdirs[-1],
                                         args.concurrency, args.warmup)
                 try:
                     m = measure(*deps[name], args.cycles, args.seconds)

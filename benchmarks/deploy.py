@@ -52,6 +52,15 @@ def console_script(name):
                           "-e . in this venv)" % (name, sys.executable))
 
 
+def tree_script(tree, name="volattach-all"):
+    """``name`` of another checkout, from its own ``.venv`` (the A/B
+    benchmarks' trees); SystemExit when it has none."""
+    script = os.path.join(os.path.abspath(tree), ".venv", "bin", name)
+    if not os.path.exists(script):
+        raise SystemExit("no %s (a checkout with its own .venv)" % script)
+    return script
+
+
 def write_conf(path, sections):
     lines = []
     for section, options in sections.items():
@@ -226,11 +235,14 @@ class _Deployment:
 
 
 class AllInOneProcess(_Deployment):
-    """``volattach-all`` in a subprocess on SQLite and the in-memory bus."""
+    """``volattach-all`` in a subprocess on SQLite and the in-memory bus
+    (``script``: another checkout's, see ``tree_script``)."""
 
     def __init__(self, workdir, computes=2, reserve_latency=0.0,
-                 attach_latency=0.0, detach_latency=0.0, command_prefix=None):
+                 attach_latency=0.0, detach_latency=0.0, command_prefix=None,
+                 script=None):
         self.workdir = pathlib.Path(workdir)
+        self.script = script
         self.procs = _Processes(workdir)
         self.computes = computes
         self.latency = (reserve_latency, attach_latency, detach_latency)
@@ -278,7 +290,7 @@ class AllInOneProcess(_Deployment):
             "fake_driver": {"reserve_latency": reserve, "attach_latency": attach,
                             "detach_latency": detach},
         })
-        cmd = self.command_prefix + [console_script("volattach-all"),
+        cmd = self.command_prefix + [self.script or console_script("volattach-all"),
                                      "--config-file", str(self.conf_path)]
         from benchmarks.report import log
         log("starting volattach-all")

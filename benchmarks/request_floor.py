@@ -80,15 +80,9 @@ def _client_get(client, path, microversion):
 
 
 def measure(tree, requests, pause):
-    script = os.path.join(os.path.abspath(tree), ".venv", "bin", "volattach-all")
     workdir = tempfile.mkdtemp(prefix="volattach-floor-")
-    original = deploy.console_script
-    deploy.console_script = lambda _name: script
-    try:
-        dep = deploy.AllInOneProcess(workdir)
-        dep.start()
-    finally:
-        deploy.console_script = original
+    dep = deploy.AllInOneProcess(workdir, script=deploy.tree_script(tree))
+    dep.start()
     figures = {}
     try:
         server = load.create_servers(dep.api_url, 1)[0]
