@@ -1,6 +1,7 @@
 """Generic helpers for volattach's test suites (no fixtures here)."""
 import os
 import socket
+import time
 
 import pytest
 
@@ -55,3 +56,15 @@ def read_http_request(rfile):
         if line.lower().startswith(b"content-length:"):
             length = int(line.split(b":")[1])
     return head + rfile.read(length)
+
+
+def until(fetch, done, timeout=5.0, interval=0.01):
+    """``fetch()`` once ``done`` holds for its value, for what another
+    thread writes a moment later; the last value when ``timeout`` seconds
+    pass first (the caller's assertion then shows it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fetch()
+        if done(value) or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)

@@ -8,6 +8,7 @@ access log line; clients of the volume API still reach it over HTTP.
 import logging
 import threading
 
+from tests import utils
 from tests.functional.test_attach_detach import _new_server, _new_volume
 from volattach.volume_client import http_transport
 from volattach.wsgi import access_log
@@ -25,15 +26,19 @@ def test_the_apis_volume_calls_run_in_its_own_thread(api, volumes,
     server_id = _new_server(api)
     volume_id = _new_volume(volumes)
 
+    def post_lines():
+        return [thread for line, thread in _lines(caplog)
+                if '"POST /v2.1/servers/%s/os-volume_attachments"' % server_id
+                in line]
+
     with caplog.at_level(logging.INFO, logger=access_log.LOG.name):
         status, body, _ = api.attach_volume(server_id, volume_id,
                                             microversion="2.1")
+        # the POST's line is written once its answer has left
+        post = utils.until(post_lines, lambda found: len(found) >= 1)
     assert status == 200, body
     volumes.wait_for_volume_status(volume_id, "in-use")
     lines = _lines(caplog)
-    post = [thread for line, thread in lines
-            if '"POST /v2.1/servers/%s/os-volume_attachments"' % server_id
-            in line]
     get = [thread for line, thread in lines
            if '"GET /v3/demo/volumes/%s" status: 200' % volume_id in line
            and line.startswith("127.0.0.1 ")]

@@ -19,6 +19,7 @@ import pytest
 import requests
 from oslo_log import formatters
 
+from tests import utils
 from tests.integration import client as clients
 from volattach.conf import CONF
 
@@ -83,7 +84,9 @@ def test_each_request_logs_its_own_id_and_caller(deployment, logs):
 
 
 def _access_line(logs, headers):
-    lines = logs.lines(ACCESS_LOGGER, _rid(headers))
+    # written once the answer has left (after the client has it)
+    lines = utils.until(lambda: logs.lines(ACCESS_LOGGER, _rid(headers)),
+                          lambda found: len(found) >= 1)
     assert len(lines) == 1, logs.text()
     return lines[0]
 
