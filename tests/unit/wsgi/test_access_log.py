@@ -83,16 +83,15 @@ def test_one_line_with_the_request_and_its_context(caplog):
 def test_the_raw_target_is_logged_as_sent(caplog):
     caplog.set_level(logging.INFO, logger=LOGGER)
     app, _seen = _app()
-    _serve(app, _environ(REQUEST_URI="/v2.1/servers?a=%0A"),
-                              lambda *a: None)
+    _serve(app, _environ(REQUEST_URI="/v2.1/servers?a=%0A"), lambda *a: None)
     assert '"GET /v2.1/servers?a=%0A" ' in _records(caplog)[0].getMessage()
 
 
 def test_a_decoded_path_is_quoted(caplog):
     caplog.set_level(logging.INFO, logger=LOGGER)
     app, _seen = _app()
-    _serve(app, _environ(PATH_INFO="/v2.1/a\nb",
-                                       QUERY_STRING=""), lambda *a: None)
+    _serve(app, _environ(PATH_INFO="/v2.1/a\nb", QUERY_STRING=""),
+           lambda *a: None)
     assert '"GET /v2.1/a%0Ab" ' in _records(caplog)[0].getMessage()
 
 
