@@ -26,6 +26,7 @@ import glob
 import http.client
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -109,16 +110,21 @@ def measure(tree, requests, pause):
     finally:
         dep.stop()
     logged = {"GET os-volume_attachments": [], "GET /volumes/{id}": []}
-    for path in glob.glob(os.path.join(workdir, "**", "*.log"), recursive=True):
-        with open(path, errors="replace") as f:
-            for line in f:
-                m = _LOGGED.search(line)
-                if not m:
-                    continue
-                key = ("GET os-volume_attachments" if "os-volume_attachments" in m.group(1)
-                       else "GET /volumes/{id}" if "/volumes/" in m.group(1) else None)
-                if key:
-                    logged[key].append(1000 * float(m.group(2)))
+    try:
+        for path in glob.glob(os.path.join(workdir, "**", "*.log"), recursive=True):
+            with open(path, errors="replace") as f:
+                for line in f:
+                    m = _LOGGED.search(line)
+                    if not m:
+                        continue
+                    key = ("GET os-volume_attachments"
+                           if "os-volume_attachments" in m.group(1)
+                           else "GET /volumes/{id}" if "/volumes/" in m.group(1)
+                           else None)
+                    if key:
+                        logged[key].append(1000 * float(m.group(2)))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     for name, times in logged.items():
         # the last 2 x requests lines are this run's (the cycles' come first)
         times = times[-2 * requests:]
