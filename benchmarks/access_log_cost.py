@@ -53,6 +53,18 @@ def start_response(*args):
     return None
 
 
+def served(application):
+    """One request to ``application`` as a WSGI server makes it: the
+    answer read whole, then closed (the access log writes its line on
+    ``close()``, once the answer is sent)."""
+    answer = application(ENVIRON, start_response)
+    for _chunk in answer:
+        pass
+    close = getattr(answer, "close", None)
+    if close is not None:
+        close()
+
+
 def _rounds(func, rounds, number=N):
     """us of thread CPU per call, one figure per round of ``number``."""
     return [t / number * 1e6 for t in timeit.repeat(
@@ -85,8 +97,8 @@ def _same_line(old, new, logger):
     handler.emit = records.append
     logger.addHandler(handler)
     try:
-        old.AccessLog(app)(ENVIRON, start_response)
-        access_log.AccessLog(app)(ENVIRON, start_response)
+        served(old.AccessLog(app))
+        served(access_log.AccessLog(app))
     finally:
         logger.removeHandler(handler)
     lines = []
@@ -116,12 +128,12 @@ def main():
     logger.propagate = False
     wrapped = access_log.AccessLog(app)
 
-    bare = _per_call(lambda: app(ENVIRON, start_response))
+    bare = _per_call(lambda: served(app))
     print("bare application: %.1f us of thread CPU per request" % bare)
     for level, name in ((logging.INFO, "INFO on"), (logging.WARNING,
                                                      "INFO off")):
         logger.setLevel(level)
-        cost = _per_call(lambda: wrapped(ENVIRON, start_response)) - bare
+        cost = _per_call(lambda: served(wrapped)) - bare
         print("access log, %s: %.1f us per request" % (name, cost))
     logger.setLevel(logging.INFO)
     ctx = context.from_noauth_token("alice:demo", request_id="req-1")
@@ -137,8 +149,7 @@ def main():
         for _ in range(args.rounds):
             for name, func in (("bare", app), ("old", old_wrapped),
                                ("new", wrapped)):
-                figures[name] += _rounds(
-                    lambda: func(ENVIRON, start_response), 1, SHORT)
+                figures[name] += _rounds(lambda: served(func), 1, SHORT)
         bare_min = min(figures["bare"])
         bare_median = statistics.median(figures["bare"])
         print("alternating, %d rounds of %d: bare application min %.1f "
