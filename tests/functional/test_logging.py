@@ -86,7 +86,7 @@ def test_each_request_logs_its_own_id_and_caller(deployment, logs):
 def _access_line(logs, headers):
     # written once the answer has left (after the client has it)
     lines = utils.until(lambda: logs.lines(ACCESS_LOGGER, _rid(headers)),
-                          lambda found: len(found) >= 1)
+                        lambda found: len(found) >= 1)
     assert len(lines) == 1, logs.text()
     return lines[0]
 
