@@ -47,7 +47,6 @@ import os
 import re
 import socket
 import sys
-import tempfile
 import threading
 import uuid
 
@@ -122,7 +121,7 @@ class RBDBackend:
     def __init__(self, name, service_host, pool, ceph_conf, cluster_name,
                  user=None, secret_uuid=None,
                  readonly_user="volattach-readonly", connect_timeout=10,
-                 bindings=None):
+                 bindings=None, attach_user=None):
         self.name = name
         self.service_host = service_host
         self.pool = pool
@@ -133,15 +132,17 @@ class RBDBackend:
         self.readonly_user = readonly_user
         self.connect_timeout = connect_timeout
         self.rados, self.rbd = bindings or load_bindings()
+        self.attach_user = attach_user or user
         self._lock = threading.Lock()
+        self._identity_lock = threading.Lock()
         self._client = None
-        self._readonly_ready = False
+        if not self.attach_user or self.attach_user == "admin":
+            LOG.warning("rbd backend %s: read-write attachments run as "
+                        "client.%s; give them a user of their own "
+                        "([rbd] rbd_attach_user, caps profile rbd)",
+                        name, self.attach_user or "admin")
 
     # -- the cluster ----------------------------------------------------------
-    def keyring_path(self, user):
-        return os.path.join(os.path.dirname(self.ceph_conf) or ".",
-                            "%s.client.%s.keyring" % (self.cluster_name,
-                                                      user))
 
     def _cluster(self):
         with self._lock:
@@ -245,6 +246,13 @@ class RBDBackend:
         with the image's name, the volume row is gone."""
         name = image_name(volume)
         try:
+            self.remove_readonly_identity(volume)      # left by a crash
+        except exception.ServiceUnavailable as e:
+            LOG.error("rbd backend: %s", e)
+        except (self.rados.Error, self.rbd.Error) as e:
+            LOG.error("rbd backend: read-only user of volume %s left "
+                      "behind: %s", volume["id"], e)
+        try:
             with self._ioctx() as io:
                 self.rbd.RBD().remove(io, name)
         except self.rbd.ImageNotFound:
@@ -280,80 +288,112 @@ class RBDBackend:
                 ports.append(port)
         return hosts, ports
 
-    def readonly_secret_uuid(self, fsid):
-        return str(uuid.uuid5(_RO_SECRET_NAMESPACE,
-                              "%s/%s" % (fsid, self.readonly_user)))
+    def readonly_identity(self, volume):
+        """The cephx user (without ``client.``) of the volume's read-only
+        attachments: one per volume."""
+        return "%s-%s" % (self.readonly_user, volume["id"])
 
-    def readonly_caps(self):
-        return ["mon", "profile rbd",
-                "osd", "profile rbd-read-only pool={0}, allow rw pool={0} "
-                       "object_prefix rbd_header.".format(self.pool)]
+    def readonly_secret_uuid(self, fsid, user):
+        return str(uuid.uuid5(_RO_SECRET_NAMESPACE, "%s/%s" % (fsid, user)))
 
-    def ensure_readonly_identity(self):
-        """The read-only cephx user exists with its caps and its keyring
-        is written; returns its name."""
-        if self._readonly_ready:
-            return self.readonly_user
-        entity = "client.%s" % self.readonly_user
-        caps = self.readonly_caps()
-        ret, out, err = self._mon_command({"prefix": "auth get-or-create",
-                                           "entity": entity, "caps": caps})
-        if ret == -errno.EINVAL:        # exists with other caps
+    def readonly_caps(self, name, image_id):
+        """The least caps with which QEMU opens the image ``name`` (id
+        ``image_id``) and reads it (measured on Ceph 16 with QEMU 7.2):
+        read and class-read of its rbd_id, header, data and object map
+        objects and of the pool's rbd_info (librbd reads the pool's image
+        options at open), and write on its header only, for the watch
+        librbd registers in a read-write open (a watch is an OSD write);
+        on the monitors, the monitor and OSD maps only (no ``profile
+        rbd``: its ``osd blocklist add`` would let a reader blocklist the
+        writer)."""
+        pool = self.pool
+        grant = ("allow {0} class-read pool=%s object_prefix {1}" % pool)
+        return ["mon", "allow service mon r, allow service osd r",
+                "osd", ", ".join([
+                    grant.format("r", "rbd_id.%s" % name),
+                    grant.format("r", "rbd_info"),
+                    grant.format("rw", "rbd_header.%s" % image_id),
+                    grant.format("r", "rbd_data.%s." % image_id),
+                    grant.format("r", "rbd_object_map.%s" % image_id)])]
+
+    def _image_id(self, io, name):
+        """The image's id; InvalidInput when the object prefixes of its
+        identity's caps would also match another image's objects (an id
+        that extends this one, a name that extends this one)."""
+        with self.rbd.Image(io, name, read_only=True) as image:
+            image_id = image.id()
+        for other in self.rbd.RBD().list2(io):
+            if other["name"] == name:
+                continue
+            if (other["id"].startswith(image_id)
+                    or other["name"].startswith(name)):
+                raise exception.InvalidInput(
+                    reason="a read-only identity of image %s/%s would also "
+                           "reach image %s: not attaching it read-only"
+                    % (self.pool, name, other["name"]))
+        return image_id
+
+    def ensure_readonly_identity(self, volume):
+        """The volume's read-only cephx user exists with the caps of its
+        image (created on its first read-only connection, its caps
+        corrected when they differ); returns (user, keyring text).  No
+        keyring is written anywhere: the key travels in the connection
+        (``keyring``, as Cinder's RBD driver can send it)."""
+        user = self.readonly_identity(volume)
+        entity = "client.%s" % user
+        name = image_name(volume)
+        with self._identity_lock, self._ioctx() as io:
+            caps = self.readonly_caps(name, self._image_id(io, name))
             ret, out, err = self._mon_command(
-                {"prefix": "auth caps", "entity": entity, "caps": caps})
-            if ret == 0:
+                {"prefix": "auth get-or-create", "entity": entity,
+                 "caps": caps})
+            if ret == -errno.EINVAL:        # exists with other caps
                 ret, out, err = self._mon_command(
-                    {"prefix": "auth get", "entity": entity})
-        path = self.keyring_path(self.readonly_user)
+                    {"prefix": "auth caps", "entity": entity, "caps": caps})
+                if ret == 0:
+                    ret, out, err = self._mon_command(
+                        {"prefix": "auth get", "entity": entity})
         if ret != 0:
-            if os.path.exists(path):
-                LOG.warning("rbd backend: cannot manage %s (%s): using the "
-                            "keyring %s as it is", entity, err, path)
-                self._readonly_ready = True
-                return self.readonly_user
             raise exception.ServiceUnavailable(
-                reason="cannot create the read-only cephx user %s (%s) and "
-                       "%s does not exist" % (entity, err, path))
-        self._write_keyring(path, out)
-        self._readonly_ready = True
-        return self.readonly_user
+                reason="cannot create the read-only cephx user %s of volume "
+                       "%s: %s (the volume service's own user needs the "
+                       "mon caps of README's Ceph RBD volumes section)"
+                       % (entity, volume["id"], err))
+        LOG.info("rbd backend: %s holds read-only access to %s/%s",
+                 entity, self.pool, name)
+        return user, out.decode()
 
-    @staticmethod
-    def _write_keyring(path, content):
-        try:
-            with open(path, "rb") as f:
-                if f.read() == content:
-                    return
-        except FileNotFoundError:
-            pass
-        directory = os.path.dirname(path) or "."
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".keyring-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(content)
-            os.chmod(tmp, 0o600)
-            os.rename(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        LOG.info("rbd backend: wrote %s", path)
+    def remove_readonly_identity(self, volume):
+        """Remove the volume's read-only cephx user (gone already:
+        nothing to do).  The keys it gave out stop working at once."""
+        entity = "client.%s" % self.readonly_identity(volume)
+        with self._identity_lock:
+            ret, _, err = self._mon_command({"prefix": "auth del",
+                                             "entity": entity})
+        if ret not in (0, -errno.ENOENT):
+            raise exception.ServiceUnavailable(
+                reason="cannot remove the read-only cephx user %s: %s"
+                % (entity, err))
+        if ret == 0:
+            LOG.info("rbd backend: removed %s", entity)
 
     def initialize_connection(self, volume, attachment_id, connector,
                               attach_mode):
         self.check_connector(connector)
         mode = "ro" if attach_mode == "ro" else "rw"
+        keyring = None
         with self._errors("connection of volume %s" % volume["id"]):
             hosts, ports = self.monitors()
             fsid = self._cluster().get_fsid()
             if mode == "ro":
-                user = self.ensure_readonly_identity()
+                user, keyring = self.ensure_readonly_identity(volume)
                 auth_enabled = True
-                secret_uuid = self.readonly_secret_uuid(fsid)
+                secret_uuid = self.readonly_secret_uuid(fsid, user)
             else:
-                user = self.user
-                auth_enabled = bool(self.user)
+                user = self.attach_user
+                auth_enabled = bool(user)
                 secret_uuid = self.secret_uuid or fsid
-        return {
+        info = {
             "driver_volume_type": DRIVER_VOLUME_TYPE,
             "name": "%s/%s" % (self.pool, image_name(volume)),
             "hosts": hosts, "ports": ports,
@@ -364,6 +404,30 @@ class RBDBackend:
             "access_mode": mode, "attachment_id": attachment_id,
             "encrypted": False, "qos_specs": None, "cacheable": False,
         }
+        if keyring is not None:
+            info["keyring"] = keyring
+        return info
 
-    def terminate_connection(self, volume, attachment, connector):
-        """Nothing is exported: QEMU closes the image on detach."""
+    # the volume manager passes the volume's other connected attachments
+    needs_remaining = True
+
+    def terminate_connection(self, volume, attachment, connector,
+                             remaining=None):
+        """QEMU closes the image on detach.  The last read-only
+        attachment's disconnect removes the volume's read-only identity
+        (the volume manager calls this with the volume row locked, so a
+        concurrent connect of the same volume waits for it).  Without
+        ``remaining`` (the legacy os-terminate_connection) the identity
+        stays until the volume is deleted."""
+        if remaining is None or attachment.get("attach_mode") != "ro":
+            return
+        if any(a.get("attach_mode") == "ro" for a in remaining):
+            return
+        try:
+            with self._errors("removal of the read-only user of volume %s"
+                              % volume["id"]):
+                self.remove_readonly_identity(volume)
+        except exception.ServiceUnavailable as e:
+            # the detach itself is done: the user goes with the next last
+            # disconnect or with the volume
+            LOG.error("rbd backend: %s", e)
