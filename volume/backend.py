@@ -330,6 +330,14 @@ class BackendRouter:
     def delete_volume(self, volume):
         return self.backends.of_volume(volume).delete_volume(volume)
 
+    def retype(self, volume, multiattach):
+        """The backend updates what the volume's type decides on its
+        storage (rbd: the image features of multiattach); the others have
+        nothing to do."""
+        retype = getattr(self.backends.of_volume(volume), "retype", None)
+        if retype is not None:
+            retype(volume, multiattach)
+
     def check_connector(self, connector):
         if len(self.backends.by_name) == 1:
             return self.default.check_connector(connector)

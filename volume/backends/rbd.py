@@ -240,6 +240,49 @@ class RBDBackend:
                 raise
         return "%s@%s#%s" % (self.service_host, self.name, self.name)
 
+    def single_writer_features(self):
+        """The features a multiattach retype drops and a retype back
+        restores (journaling is never turned on by volattach)."""
+        r = self.rbd
+        return (r.RBD_FEATURE_EXCLUSIVE_LOCK | r.RBD_FEATURE_OBJECT_MAP
+                | r.RBD_FEATURE_FAST_DIFF)
+
+    def default_features(self):
+        """The features the cluster gives a new image (its
+        ``rbd_default_features``: a number or names)."""
+        value = (self._cluster().conf_get("rbd_default_features")
+                 or "").strip()
+        if value.isdigit():
+            return int(value)
+        features = 0
+        for feature in filter(None, (v.strip() for v in value.split(","))):
+            features |= getattr(self.rbd, "RBD_FEATURE_%s" % feature.upper()
+                                .replace("-", "_"), 0)
+        return features
+
+    def retype(self, volume, multiattach):
+        """A volume that becomes multiattach loses the single-writer
+        features; one that stops being so gets back those a new image of
+        the cluster has (Cinder's RBD driver restores the ones it saved),
+        its object map rebuilt."""
+        name = image_name(volume)
+        with self._errors("retype of image %s" % name), self._ioctx() as io:
+            with self.rbd.Image(io, name) as image:
+                features = image.features()
+                if multiattach:
+                    drop = features & self.multiattach_exclusions()
+                    if drop:
+                        image.update_features(drop, False)
+                    return
+                restore = (self.default_features()
+                           & self.single_writer_features() & ~features)
+                if restore:
+                    image.update_features(restore, True)
+                    if restore & self.rbd.RBD_FEATURE_OBJECT_MAP:
+                        image.rebuild_object_map()
+                LOG.info("rbd backend: image %s/%s features %#x -> %#x",
+                         self.pool, name, features, image.features())
+
     def delete_volume(self, volume):
         """Remove the image (gone already: nothing to do).  An image still
         open somewhere (a watcher) is refused by Ceph; the error is logged

@@ -32,7 +32,12 @@ def rbd_api(tmp_path, admin):
     api.made = []
     yield api
     for volume_id in api.made:
+        for att in api.attachments_of(volume_id):
+            api.delete("/attachments/%s" % att["id"])
         api.delete("/volumes/%s" % volume_id, token=ADMIN)
+        admin.mon_command(json.dumps({"prefix": "auth del", "entity":
+                                      "client.%s-%s" % (prefix, volume_id)}),
+                          b"")
 
 
 admin = rbd_testlib.admin
@@ -111,3 +116,70 @@ def test_concurrent_read_only_connects_and_disconnects_of_one_volume(
     assert rbd_api.delete("/attachments/%s" % holder).status_code == 200
     assert _key(admin, user) is None
     assert rbd_api.volume(vol["id"])["status"] == "available"
+
+
+# -- retype keeps the image features right ------------------------------------
+
+def _features(bindings, admin, volume_id):
+    """(features, flags) of the volume's image."""
+    _, rbd = bindings
+    io = admin.open_ioctx(POOL)
+    try:
+        with rbd.Image(io, "volume-%s" % volume_id, read_only=True) as image:
+            return image.features(), image.flags()
+    finally:
+        io.close()
+
+
+def _retype(api, volume_id, type_name):
+    return api.post("/volumes/%s/action" % volume_id,
+                    {"os-retype": {"new_type": type_name}})
+
+
+def test_retype_drops_and_restores_the_single_writer_features(
+        rbd_api, admin, bindings):
+    _, rbd = bindings
+    single = (rbd.RBD_FEATURE_EXCLUSIVE_LOCK | rbd.RBD_FEATURE_OBJECT_MAP
+              | rbd.RBD_FEATURE_FAST_DIFF)
+    shared = rbd_api.create_type(extra_specs={"multiattach": "<is> True"})
+    plain = rbd_api.create_type()
+    vol = rbd_api.create_volume()
+    rbd_api.made.append(vol["id"])
+    before, _ = _features(bindings, admin, vol["id"])
+    assert before & single == single        # the cluster's defaults
+
+    r = _retype(rbd_api, vol["id"], shared["name"])
+    assert r.status_code == 202, r.text
+    features, _ = _features(bindings, admin, vol["id"])
+    assert features & (single | rbd.RBD_FEATURE_JOURNALING) == 0
+    assert rbd_api.volume(vol["id"])["multiattach"] is True
+
+    r = _retype(rbd_api, vol["id"], plain["name"])
+    assert r.status_code == 202, r.text
+    features, flags = _features(bindings, admin, vol["id"])
+    assert features == before
+    # the object map was rebuilt: not flagged invalid
+    assert flags & (rbd.RBD_FLAG_OBJECT_MAP_INVALID
+                    | rbd.RBD_FLAG_FAST_DIFF_INVALID) == 0
+    assert rbd_api.volume(vol["id"])["multiattach"] is False
+
+
+def test_retype_of_an_attached_volume_cannot_change_multiattach(
+        rbd_api, admin, bindings):
+    """As Cinder: refused (400) both ways while in-use; the row and the
+    image's features stay."""
+    shared = rbd_api.create_type(extra_specs={"multiattach": "<is> True"})
+    plain = rbd_api.create_type()
+    for start, to in ((None, shared), (shared, plain)):
+        extra = {"volume_type": start["id"]} if start else {}
+        vol = rbd_api.create_volume(**extra)
+        rbd_api.made.append(vol["id"])
+        before = _features(bindings, admin, vol["id"])
+        rbd_api.attach(vol["id"], str(uuid.uuid4()))
+        r = _retype(rbd_api, vol["id"], to["name"])
+        assert r.status_code == 400, r.text
+        assert "multiattach" in r.text
+        assert _features(bindings, admin, vol["id"]) == before
+        shown = rbd_api.volume(vol["id"])
+        assert (shown["status"], shown["multiattach"]) == (
+            "in-use", start is not None)
