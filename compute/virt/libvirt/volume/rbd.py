@@ -208,6 +208,16 @@ class RBDVolumeDriver(base.VolumeDriver):
                            "libvirt-daemon-driver-secret installed?)"
                     % (secret_uuid, user, e))
 
+    def attach_failure(self, connection_info, error):
+        """QEMU could not open the image: name the cephx user it opened
+        it as (a volume's own read-only user whose key was revoked, a
+        user without the caps)."""
+        data = base.connection_data(connection_info)
+        auth = self.auth(data)
+        return "%s (rbd image %s as %s)" % (
+            error, data.get("name"),
+            "client.%s" % auth[0] if auth else "no cephx user")
+
     @staticmethod
     def usage_name(cluster, user, secret_uuid):
         # unique per secret: libvirt refuses a second secret with the usage

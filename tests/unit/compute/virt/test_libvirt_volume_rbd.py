@@ -341,3 +341,13 @@ def test_a_compute_without_the_volumes_key_fails_naming_the_identity(
                  keyring=_ro_keyring(user="volattach-readonly-v2"))
     assert "client.%s" % RO_USER in str(e.value)
     assert host.conn.secrets == {}
+
+
+def test_a_failed_attach_names_the_image_and_the_user():
+    """QEMU refused by the cluster (a revoked key): the reason names the
+    identity the disk opened the image as."""
+    info = _info(auth_username=RO_USER)
+    reason = volume.volume_driver(info).attach_failure(
+        info, Exception("error connecting: Permission denied"))
+    assert reason == ("error connecting: Permission denied (rbd image "
+                      "volumes/volume-v1 as client.%s)" % RO_USER)
