@@ -432,3 +432,43 @@ def test_missing_bindings_name_the_packages(tmp_path, monkeypatch):
 ])
 def test_monitor_addresses_of_mon_host(mon_host, addresses):
     assert rbd_backend.mon_addresses(mon_host) == addresses
+
+
+class _FakeImage:
+    def __init__(self, ids, name):
+        self.image_id = ids[name]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def id(self):
+        return self.image_id
+
+
+@pytest.mark.parametrize("other_name,other_id,refused", [
+    ("volume-b", "10ab", False),
+    ("volume-b", "10abc9", True),       # its id extends ours: rbd_header.10abc*
+    ("volume-a-copy", "77", True),      # its name extends ours: rbd_id.volume-a*
+])
+def test_an_image_the_prefixes_would_also_reach_is_refused(
+        other_name, other_id, refused):
+    """The caps' object prefixes (``rbd_header.<id>``, ``rbd_id.<name>``)
+    would match another image whose id or name extends this one's: such
+    a read-only attach is refused rather than given that image too."""
+    ids = {"volume-a": "10abc", other_name: other_id}
+    fake_rbd = type("rbd", (), {
+        "Image": staticmethod(lambda io, name, read_only=False:
+                              _FakeImage(ids, name)),
+        "RBD": lambda: type("R", (), {"list2": staticmethod(
+            lambda io: [{"name": n, "id": i} for n, i in ids.items()])})(),
+    })
+    be = rbd_backend.RBDBackend("rbd", "svc", POOL, CEPH_CONF, "ceph",
+                                bindings=(object(), fake_rbd))
+    if refused:
+        with pytest.raises(exception.InvalidInput, match=other_name):
+            be._image_id(None, "volume-a")
+    else:
+        assert be._image_id(None, "volume-a") == "10abc"
