@@ -70,8 +70,13 @@ def ceph_users():
     for user, mon, osd in (
             (RBD_USER, "profile rbd", "profile rbd pool=%s" % POOL),
             (SERVICE_USER, SERVICE_MON_CAPS, "profile rbd pool=%s" % POOL)):
-        subprocess.run(["ceph", "auth", "get-or-create", "client." + user,
-                        "mon", mon, "osd", osd, "-o",
+        # the caps of this tree, also on a user an older run made
+        subprocess.run(["ceph", "auth", "get-or-create", "client." + user],
+                       check=True, capture_output=True, timeout=60)
+        subprocess.run(["ceph", "auth", "caps", "client." + user,
+                        "mon", mon, "osd", osd],
+                       check=True, capture_output=True, timeout=60)
+        subprocess.run(["ceph", "auth", "get", "client." + user, "-o",
                         "/etc/ceph/ceph.client.%s.keyring" % user],
                        check=True, capture_output=True, timeout=60)
 

@@ -1,8 +1,9 @@
 """Per-volume read-only Ceph identities through the volume API (the rbd
-backend on tools/start-ceph.sh's cluster, the volume database on SQLite):
-the key reaches the caller and never the database, and concurrent
-read-only connects and disconnects of one volume keep the identity
-exactly while a read-only attachment holds it.
+backend on tools/start-ceph.sh's cluster; the volume database on SQLite,
+and also on PostgreSQL for the race): the key reaches the caller and
+never the database, and concurrent read-only connects and disconnects of
+one volume keep the identity exactly while a read-only attachment holds
+it.  Retype drops and restores the image's single-writer features.
 
 Without a running cluster the tests skip, except under CI (``CI=true``),
 where they fail."""
@@ -12,18 +13,19 @@ import uuid
 
 import pytest
 
-from tests.functional.volume.volume_testlib import (ADMIN, Api, build_api,
-                                                    connector, make_conf)
+from tests.functional.volume.volume_testlib import (ADMIN, BOTH_DBS, Api,
+                                                    build_api, connector,
+                                                    make_conf)
 from tests.unit.volume import test_rbd_backend as rbd_testlib
 
 POOL = rbd_testlib.POOL
 
 
 @pytest.fixture
-def rbd_api(tmp_path, admin):
+def rbd_api(tmp_path, admin, db_url):
     prefix = "volattach-test-ro-%s" % uuid.uuid4().hex[:8]
     conf = make_conf(tmp_path, backend="rbd", backend_name="rbd",
-                     connection="sqlite:///%s" % (tmp_path / "v.sqlite"))
+                     connection=db_url)
     conf.set_override("rbd_pool", POOL, group="rbd")
     conf.set_override("rbd_ceph_conf", rbd_testlib.CEPH_CONF, group="rbd")
     conf.set_override("rbd_readonly_user", prefix, group="rbd")
@@ -78,6 +80,7 @@ def test_the_key_reaches_the_caller_and_not_the_database(rbd_api, admin):
     assert _key(admin, user) is None
 
 
+@BOTH_DBS
 def test_concurrent_read_only_connects_and_disconnects_of_one_volume(
         rbd_api, admin):
     """One read-only attachment stays connected while four threads
