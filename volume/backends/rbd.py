@@ -5,28 +5,29 @@ Images are ``volume-<id>`` (the volume's ``name_id`` after a migration) in
 librbd (one connection per process, made on first use, as ``[rbd]
 rbd_user`` or client.admin).  Multiattach volume types drop the image
 features that let only one client write (exclusive-lock, object-map,
-fast-diff, journaling), as Cinder does since Stein.
+fast-diff, journaling), as Cinder does since Stein; a retype to or from
+such a type drops them or restores the cluster's defaults (``retype``).
 
 connection_info is Cinder's RBD driver's (``driver_volume_type`` ``rbd``,
 flat as Cinder's attachment API returns it): ``name`` ``<pool>/<image>``,
 ``hosts`` and ``ports`` from ``mon dump``, ``cluster_name``,
-``auth_enabled`` (``rbd_user`` is set), ``auth_username``, ``secret_type``
-``ceph``, ``secret_uuid`` (``rbd_secret_uuid`` or the cluster's fsid),
-``volume_id``, ``discard``, and the volume manager's ``access_mode``.
-Beyond Cinder, a read-only attachment's connection names a read-only
-cephx identity (``[rbd] rbd_readonly_user``), created here when missing
-with its keyring written beside the Ceph configuration
-(``/etc/ceph/<cluster>.client.<user>.keyring``, where computes read it):
-the OSDs refuse that attachment's writes, not only QEMU's flag.  Its caps
-are ``mon 'profile rbd' osd 'profile rbd-read-only pool=<pool>, allow rw
-pool=<pool> object_prefix rbd_header.'``: QEMU (7.2) always opens an rbd
-image read-write at the librbd level (its read-only flag only stops the
-guest's writes), and librbd's read-write open registers a watch on the
-image's header object, which is a write there; ``profile rbd-read-only``
-alone makes QEMU fail to open the image ("error reading header ...:
-Operation not permitted", measured).  Data objects stay read-only: a
-write is refused by the OSDs with EPERM, and a resize or a snapshot with
-EROFS (no class-write, so no exclusive lock either).
+``auth_enabled``, ``auth_username`` (read-write: ``[rbd] rbd_attach_user``,
+else ``rbd_user``), ``secret_type`` ``ceph``, ``secret_uuid``
+(``rbd_secret_uuid`` or the cluster's fsid), ``volume_id``, ``discard``,
+and the volume manager's ``access_mode``.
+
+A read-only attachment's connection names the volume's own cephx user,
+``client.<rbd_readonly_user>-<volume id>``, made on the volume's first
+read-only connection and removed after its last read-only disconnect
+(the volume manager calls both with the volume's row locked, and passes
+the other connected attachments to the disconnect) or with the volume.
+Its key travels in the connection's ``keyring``, as Cinder's RBD driver
+can send it; no keyring file is written.  Its caps (``readonly_caps``)
+reach that image's objects only, with one write: its header, for the
+watch librbd registers because QEMU always opens rbd images read-write
+(measured on Ceph 16 with QEMU 7.2; README's Ceph RBD volumes section has
+what the cluster refuses).  The write-cap on the header is the one thing
+left: OSD caps have no watch-only grant.
 
 The Python bindings: Debian's python3-rados and python3-rbd (installed
 with Ceph by tools/start-ceph.sh) are extension modules built for
