@@ -415,20 +415,26 @@ rbd_opts = [
                help="rbd backend: the cluster's name (its keyrings are "
                     "/etc/ceph/<cluster>.client.<user>.keyring)."),
     cfg.StrOpt("rbd_user",
-               help="rbd backend: the cephx user of the volume service and "
-                    "of read-write connections (auth_enabled when set, as "
-                    "Cinder). Unset: the service connects as client.admin "
-                    "and connections carry no user."),
+               help="rbd backend: the cephx user the volume service "
+                    "connects as (images, and the read-only users of "
+                    "volumes: caps in README's Ceph RBD volumes section); "
+                    "also the user of read-write connections when "
+                    "rbd_attach_user is unset. Unset: client.admin."),
+    cfg.StrOpt("rbd_attach_user",
+               help="rbd backend: the cephx user read-write connections "
+                    "name (caps mon 'profile rbd' osd 'profile rbd "
+                    "pool=<rbd_pool>'; computes hold its key). Unset: "
+                    "rbd_user (auth_enabled when set, as Cinder)."),
     cfg.StrOpt("rbd_secret_uuid",
                help="rbd backend: the libvirt secret uuid of read-write "
                     "connections. Unset: the cluster's fsid, as Cinder."),
     cfg.StrOpt("rbd_readonly_user", default="volattach-readonly",
-               help="rbd backend: the cephx user of read-only attachments "
-                    "(caps profile rbd-read-only on rbd_pool, plus writes "
-                    "to image headers for QEMU's watch), created by the "
-                    "service when missing, its keyring written to "
-                    "/etc/ceph/<cluster>.client.<user>.keyring: the "
-                    "cluster refuses their writes."),
+               help="rbd backend: the prefix of the per-volume cephx users "
+                    "of read-only attachments (<prefix>-<volume id>), "
+                    "created on a volume's first read-only connection with "
+                    "access to that image only, removed after its last "
+                    "read-only attachment; their key travels in the "
+                    "connection (keyring), never in a file."),
     cfg.IntOpt("rados_connect_timeout", default=10, min=1,
                help="rbd backend: seconds to wait for the cluster."),
 ]

@@ -259,7 +259,10 @@ class LibvirtDriver(driver.ComputeDriver):
         try:
             dom.attachDeviceFlags(xml, self._flags(dom))
         except self._host.libvirt.libvirtError as e:
-            raise exception.VirtDriverError(operation="attach", reason=str(e))
+            raise exception.VirtDriverError(
+                operation="attach", reason=volume_mod.volume_driver(
+                    connection_info, self._host).attach_failure(
+                        connection_info, e))
 
     def volume_device_names(self, instance):
         """The target devices of the guest's volume disks: those with a
