@@ -505,6 +505,38 @@ all_opts = [
                      "over HTTP on loopback, as to any volume service."),
 ]
 
+glance_opts = [
+    cfg.StrOpt("endpoint",
+               help="Glance's URL (for example http://127.0.0.1:9292). "
+                    "Unset: Glance is found in Keystone's catalog (service "
+                    "type image) with the [glance] credentials. With "
+                    "neither an endpoint nor an auth_type there is no image "
+                    "service: computes boot the images of [libvirt] "
+                    "image_dir or [compute] fake_images, as before."),
+    cfg.StrOpt("region_name",
+               help="The catalog's region of Glance's endpoint."),
+    cfg.ListOpt("valid_interfaces", default=["internal", "public"],
+                help="The catalog's interfaces to take Glance's endpoint "
+                     "from, in order."),
+]
+
+image_cache_opts = [
+    cfg.StrOpt("subdirectory_name", default="_base",
+               help="Where under [libvirt] instances_path a compute keeps "
+                    "the Glance images it downloaded (Nova's option of "
+                    "that name)."),
+    cfg.IntOpt("manager_interval", default=2400, min=0,
+               help="Seconds between two passes of the image cache "
+                    "manager that removes unused images; 0 turns it off."),
+    cfg.BoolOpt("remove_unused_base_images", default=True,
+                help="Whether the image cache manager removes images no "
+                     "guest of this host uses."),
+    cfg.IntOpt("remove_unused_original_minimum_age_seconds", default=86400,
+               min=0,
+               help="An unused image is removed once it was last used this "
+                    "many seconds ago."),
+]
+
 _GROUPS = [
     (None, default_opts),
     ("database", database_opts),
@@ -520,6 +552,8 @@ _GROUPS = [
     ("iscsi", iscsi_opts),
     ("all", all_opts),
     ("wsgi", wsgi_opts),
+    ("glance", glance_opts),
+    ("image_cache", image_cache_opts),
 ]
 
 
@@ -528,6 +562,8 @@ def register_opts(conf):
         conf.register_opts(opts, group=group)
     ks_loading.register_session_conf_options(conf, "cinder")
     ks_loading.register_auth_conf_options(conf, "cinder")
+    ks_loading.register_session_conf_options(conf, "glance")
+    ks_loading.register_auth_conf_options(conf, "glance")
     wsgi_body.register_opts(conf)
     policy_opts.set_defaults(conf)  # registers [oslo_policy]
 
@@ -561,7 +597,7 @@ def list_opts():
     ks = (ks_loading.get_session_conf_options()
           + ks_loading.get_auth_common_conf_options())
     for i, (group, opts) in enumerate(result):
-        if group == "cinder":
+        if group in ("cinder", "glance"):
             result[i] = (group, opts + ks)
     return result + wsgi_body.list_opts()
 
