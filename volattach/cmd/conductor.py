@@ -7,6 +7,7 @@ from volattach import conf as volattach_conf
 from volattach import loopback_defaults
 from volattach.conductor import service as conductor_service
 from volattach import service
+from volattach import startup
 
 
 DESCRIPTION = (
@@ -20,6 +21,11 @@ def main(argv=None):
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
                               description=DESCRIPTION)
     conf = volattach_conf.CONF
+    try:
+        startup.check_sqlite_url(conf.database.connection,
+                                 "[database] connection")
+    except startup.StartupError as exc:
+        startup.fail("volattach-conductor", exc)
     loopback_defaults.check(conf, "volattach-conductor")
     objects.register_all()
     rpc.init(conf)

@@ -12,6 +12,7 @@ import sys
 from volattach import conf as volattach_conf
 from volattach import listen
 from volattach import loopback_defaults
+from volattach import startup
 from volattach import wsgi_server
 
 
@@ -28,16 +29,29 @@ def main(argv=None):
     conf = volattach_conf.CONF
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
                               description=DESCRIPTION)
+    from volattach.cmd import all as cmd_all
+    from volattach.volume import backend as volume_backend
     try:
         insecure.check_volume(conf)
+        startup.check_drivers(conf, compute=False)
+        startup.check_sqlite_url(conf.volume.connection,
+                                 "[volume] connection")
         # bound before the migrations and the registration: a port in use
         # is one line, and nothing has started
         sock = listen.bind(conf.volume.listen, conf.volume.port, "volume",
                            v6only=False)
-    except (insecure.InsecureNoauth, listen.ListenError) as exc:
-        sys.exit("volattach-volume: %s" % exc)
+    except (insecure.InsecureNoauth, startup.StartupError) as exc:
+        startup.fail("volattach-volume", exc)
+    except listen.ListenError as exc:
+        startup.fail("volattach-volume", exc, status=startup.EXIT_IN_USE)
     loopback_defaults.check(conf, "volattach-volume")
-    service.prepare(conf)
+    try:
+        with cmd_all._database("[volume] connection", conf.volume.connection):
+            service.prepare(conf)
+    except (insecure.InsecureNoauth, volume_backend.BackendConfigError,
+            startup.StartupError) as exc:
+        sock.close()
+        startup.fail("volattach-volume", exc)
     service.start_heartbeat(conf)
     wsgi_server.run("volattach.volume.wsgi:application", bind=sock,
                     workers=conf.volume.workers,
