@@ -7,9 +7,11 @@
                                                      one drift-repair pass (conductor/reconcile.py)
 
 Without a configuration file (no ``--config-file``, no
-``/etc/volattach/volattach.conf``) it works on volattach-all's embedded
-defaults: the databases under ``~/.volattach``, noauth towards the volume
-service (whose port comes from ``[volume] port`` as volattach-all's does).
+``/etc/volattach/volattach.conf``), or with the file volattach-all runs
+with (no ``transport_url``, the volume service on loopback), it works on
+volattach-all's embedded defaults as volattach-all does: the databases
+under ``~/.volattach``, noauth towards the volume service (whose port
+comes from ``[volume] port`` as volattach-all's does).
 The computes of volattach-all are on its in-process bus, out of reach of
 another process: the reconcile pass then does not ask them to unplug
 (as ``--no-unplug``), and leaves pending detaches to volattach-all's own
@@ -165,13 +167,27 @@ DESCRIPTION = (
     "Operate a volattach deployment: migrate its databases (db sync), show "
     "their schema revisions (db version), list its services (service list), "
     "find and repair attachment drift (attachments reconcile). Without a "
-    "configuration file it works on volattach-all's embedded defaults "
+    "configuration file, or with volattach-all's own (no transport_url, "
+    "the volume service on loopback), it works on volattach-all's defaults "
     "(~/.volattach, noauth).")
 
 
 def _embedded(conf):
-    """No configuration file: volattach-all's embedded defaults."""
-    return not conf.config_file and not conf.config_dir
+    """volattach-all's configuration: no configuration file, or a file
+    that names no ``transport_url`` (volattach-all's in-process bus) and
+    a volume service on loopback (``[cinder] endpoint``, else ``[volume]
+    listen``): the file ``volattach-all --config-file`` runs with.  Its
+    defaults then apply here as there (noauth towards the volume service,
+    no computes reachable over a bus)."""
+    if not conf.config_file and not conf.config_dir:
+        return True
+    import urllib.parse
+    from volattach import loopback_defaults
+    from volattach import rpc
+    if rpc._configured_url(conf) is not None:
+        return False
+    host = urllib.parse.urlsplit(volattach_conf.cinder_endpoint(conf)).hostname
+    return loopback_defaults.is_loopback(host)
 
 
 def main(argv=None):
