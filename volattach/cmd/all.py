@@ -237,6 +237,8 @@ def main(argv=None):
     _no_call_monitor_on_the_inproc_bus(conf)
     from volattach import listen
     from volattach.volume import backend as volume_backend
+    from volattach.volume.backends import file as file_backend
+    from volattach.volume.backends import storage_daemons
     from volattach.wsgi import insecure
     try:
         lock = startup.StateLock(conf.state_path).acquire()
@@ -244,8 +246,10 @@ def main(argv=None):
     except (insecure.InsecureNoauth, volume_backend.BackendConfigError,
             startup.StartupError) as exc:
         startup.fail("volattach-all", exc)
-    except listen.ListenError as exc:
+    except (listen.ListenError, file_backend.NBDPortInUse) as exc:
         startup.fail("volattach-all", exc, status=startup.EXIT_IN_USE)
+    except file_backend.ExportError as exc:
+        startup.fail("volattach-all", exc)
     print("volattach-all: compute API http://%s:%s/v2.1  volume service "
           "http://%s:%s/v3  (token 'X-Auth-Token: <user>:<project>[:admin]')"
           % (conf.api.listen, conf.api.port, conf.volume.listen, conf.volume.port),
@@ -253,6 +257,9 @@ def main(argv=None):
     from volattach import service
     service.run_until_signalled(deployment.services)
     deployment.stop()
+    if conf.all.run_volume_service:
+        for line in storage_daemons.stop_notes(conf):
+            LOG.info(line)
     lock.release()
 
 

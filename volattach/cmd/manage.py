@@ -5,6 +5,9 @@
     volattach-manage [--config-file F] service list  print every registered service
     volattach-manage [--config-file F] attachments reconcile [--dry-run] [--grace-seconds N]
                                                      one drift-repair pass (conductor/reconcile.py)
+    volattach-manage [--config-file F] storage status  the file backend's qemu-storage-daemon
+    volattach-manage [--config-file F] storage stop [--force]
+                                                     stop it when it exports no volume
 
 Without a configuration file (no ``--config-file``, no
 ``/etc/volattach/volattach.conf``), or with the file volattach-all runs
@@ -52,6 +55,18 @@ def _add_parsers(subparsers):
                            help="leave alone what changed less than this many "
                                 "seconds ago (default: [conductor] "
                                 "reconcile_grace_period)")
+    storage = subparsers.add_parser(
+        "storage", help="the file backend's qemu-storage-daemon, which "
+                        "outlives the volume service")
+    storage_actions = storage.add_subparsers(dest="action")
+    storage_actions.required = True
+    storage_actions.add_parser("status", help="whether it runs, its PID, "
+                                              "NBD address and exports")
+    stop = storage_actions.add_parser(
+        "stop", help="stop it when it exports no volume (no guest uses it)")
+    stop.add_argument("--force", action="store_true",
+                      help="stop it even though it exports volumes: their "
+                           "guests lose their disks")
     reconcile.add_argument("--no-unplug", action="store_true",
                            help="do not ask computes (over RPC) to unplug "
                                 "half-attached volumes before rolling them "
@@ -158,15 +173,82 @@ def attachments_reconcile(conf, out=sys.stdout, volume_api=None):
     return 1 if report.failed else 0
 
 
+def _storage_daemons(conf, out):
+    from volattach.volume.backends import storage_daemons
+    found = storage_daemons.daemons_of(conf)
+    if not found:
+        out.write("no file backend in this configuration ([volume] backend "
+                  "= %s)\n" % conf.volume.backend)
+    return storage_daemons, found
+
+
+def storage_status(conf, out=sys.stdout):
+    storage_daemons, found = _storage_daemons(conf, out)
+    for option, daemon in found:
+        pid = storage_daemons.pid_of(daemon)
+        if pid is None:
+            out.write("%s qemu-storage-daemon: not running (NBD port %s:%s)\n"
+                      % (option, daemon.host, daemon.port))
+            continue
+        try:
+            exported = ", ".join("%s (%s)" % e for e in
+                                 storage_daemons.exports(daemon)) or "none"
+        except Exception as exc:
+            exported = "unknown (%s)" % exc
+        out.write("%s qemu-storage-daemon: running, pid %d, NBD on %s:%s, "
+                  "QMP %s, exports: %s\n" % (option, pid, daemon.host,
+                                             daemon.port, daemon.socket,
+                                             exported))
+    return 0
+
+
+def storage_stop(conf, out=sys.stdout):
+    """Exit status 1 when a daemon still exports volumes (and --force is
+    not given)."""
+    storage_daemons, found = _storage_daemons(conf, out)
+    status = 0
+    for option, daemon in found:
+        pid = storage_daemons.pid_of(daemon)
+        if pid is None:
+            orphan = storage_daemons.orphan_on_port(daemon)
+            if orphan is None:
+                out.write("%s qemu-storage-daemon: not running\n" % option)
+            elif not conf.category.force:
+                print("volattach-manage: %s NBD port %s is held by the "
+                      "qemu-storage-daemon of a removed state directory (pid "
+                      "%d); its exports cannot be listed: --force stops it"
+                      % (option, daemon.port, orphan), file=sys.stderr)
+                status = 1
+            else:
+                storage_daemons.stop(daemon, orphan, force=True)
+                out.write("%s qemu-storage-daemon (pid %d, of a removed state "
+                          "directory): stopped\n" % (option, orphan))
+            continue
+        kept = storage_daemons.stop(daemon, pid, force=conf.category.force)
+        if kept:
+            print("volattach-manage: %s qemu-storage-daemon (pid %d) still "
+                  "exports volume %s: detach them (or delete their servers) "
+                  "first, or use --force" % (
+                      option, pid, ", ".join("%s (%s)" % e for e in kept)),
+                  file=sys.stderr)
+            status = 1
+            continue
+        out.write("%s qemu-storage-daemon (pid %d): stopped\n" % (option, pid))
+    return status
+
+
 COMMANDS = {("db", "sync"): db_sync, ("db", "version"): db_version,
             ("service", "list"): service_list,
-            ("attachments", "reconcile"): attachments_reconcile}
+            ("attachments", "reconcile"): attachments_reconcile,
+            ("storage", "status"): storage_status,
+            ("storage", "stop"): storage_stop}
 
 
 DESCRIPTION = (
     "Operate a volattach deployment: migrate its databases (db sync), show "
     "their schema revisions (db version), list its services (service list), "
-    "find and repair attachment drift (attachments reconcile). Without a "
+    "find and repair attachment drift (attachments reconcile), show or stop "
+    "the file backend's storage daemon (storage status | stop). Without a "
     "configuration file, or with volattach-all's own (no transport_url, "
     "the volume service on loopback), it works on volattach-all's defaults "
     "(~/.volattach, noauth).")
