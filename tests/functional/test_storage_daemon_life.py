@@ -114,3 +114,56 @@ def test_storage_daemon_life(tmp_path):
     finally:
         if pid is not None and _alive(pid):
             os.kill(pid, 9)
+
+
+def _serving(port):
+    import requests
+    try:
+        return requests.get("http://127.0.0.1:%d/" % port,
+                            timeout=2).status_code in (200, 300)
+    except requests.RequestException:
+        return False
+
+
+def test_volattach_volume_says_at_stop_that_the_daemon_keeps_running(
+        tmp_path):
+    import signal
+    import time
+    port, nbd_port = utils.free_port(), utils.free_port()
+    conf = tmp_path / "volume.conf"
+    conf.write_text("[DEFAULT]\nstate_path = %s\n[volume]\nport = %d\n"
+                    "auth_strategy = noauth\nbackend = file\n"
+                    "export_port = %d\n" % (tmp_path / "state", port,
+                                            nbd_port))
+    log = tmp_path / "volume.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+    proc = subprocess.Popen([script("volattach-volume"), "--config-file",
+                             str(conf), "--log-file", str(log)], env=env,
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    pid = None
+    try:
+        deadline = time.monotonic() + 60
+        while not _serving(port):   # bound first, served after its start
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        notes = [line for line in log.read_text().splitlines()
+                 if "keeps running" in line]
+        assert len(notes) == 1, log.read_text()    # the master's, once
+        pid = _pid_in(notes[0])
+        assert "NBD on 127.0.0.1:%d" % nbd_port in notes[0]
+        assert _alive(pid)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        stopped = subprocess.run(
+            [script("volattach-manage"), "--config-file", str(conf),
+             "storage", "stop"], env=env, capture_output=True, text=True,
+            timeout=60)
+        assert stopped.returncode == 0, stopped.stderr
+        if pid is not None:
+            assert not _alive(pid)

@@ -225,6 +225,12 @@ def storage_stop(conf, out=sys.stdout):
                           "directory): stopped\n" % (option, orphan))
             continue
         kept = storage_daemons.stop(daemon, pid, force=conf.category.force)
+        if kept is None:
+            print("volattach-manage: %s qemu-storage-daemon (pid %d): its "
+                  "exports cannot be listed over QMP (%s): --force stops it "
+                  "anyway" % (option, pid, daemon.socket), file=sys.stderr)
+            status = 1
+            continue
         if kept:
             print("volattach-manage: %s qemu-storage-daemon (pid %d) still "
                   "exports volume %s: detach them (or delete their servers) "

@@ -174,11 +174,14 @@ def exports(daemon):
 
 def stop(daemon, pid, force=False, timeout=10.0):
     """Stop ``daemon`` (PID ``pid``) unless it exports volumes (``force``:
-    anyway).  Returns the exports that kept it running ([] once stopped)."""
+    anyway).  Returns the exports that kept it running, None when they
+    cannot be listed (no QMP) and it kept running, [] once stopped."""
     try:
         exported = exports(daemon)
     except Exception:
         exported = None          # no QMP: its socket is gone
+    if not force and exported is None:
+        return None
     if exported and not force:
         return exported
     try:
