@@ -178,3 +178,32 @@ def test_second_all_in_one_on_a_state_directory_in_use_refuses(tmp_path):
             % (first.state_path, first.proc.pid, first.state_path))
     finally:
         first.stop()
+
+
+UNREACHABLE = "postgresql+psycopg2://u:secret@127.0.0.1:1/x"
+
+
+def test_conductor_database_unreachable_is_one_line(tmp_path):
+    path = _conf(tmp_path, DEFAULT="transport_url = kombu+memory:////",
+                 database="connection = %s" % UNREACHABLE)
+    result = _run([script("volattach-conductor"), "--config-file", str(path)],
+                  _env(tmp_path))
+    assert result.returncode == 2, result
+    assert _last_line(result).startswith(
+        "volattach-conductor: [database] connection = "
+        "postgresql+psycopg2://u:***@127.0.0.1:1/x: cannot open the "
+        "database"), result.stderr
+    assert "secret" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("command", [["db", "sync"], ["db", "version"]])
+def test_manage_database_unreachable_is_one_line(tmp_path, command):
+    path = _conf(tmp_path, volume="connection = %s" % UNREACHABLE)
+    result = _run([script("volattach-manage"), "--config-file", str(path)]
+                  + command, _env(tmp_path))
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stdout + result.stderr
+    assert _last_line(result).startswith(
+        "volattach-manage: [volume] connection = "
+        "postgresql+psycopg2://u:***@127.0.0.1:1/x: cannot open the "
+        "database"), result.stderr

@@ -30,7 +30,14 @@ def main(argv=None):
     objects.register_all()
     rpc.init(conf)
     svc = conductor_service.ConductorService()
-    svc.start()
+    from volattach.cmd import all as cmd_all
+    try:
+        with cmd_all._database("[database] connection",
+                               conf.database.connection):
+            svc.start()
+    except startup.StartupError as exc:
+        svc.stop()
+        startup.fail("volattach-conductor", exc)
     service.run_until_signalled([svc])
 
 

@@ -79,20 +79,30 @@ def _volume_migration():
     return volume_migration
 
 
+def _database(option, url):
+    from volattach.cmd import all as cmd_all
+    return cmd_all._database(option, url)
+
+
 def db_sync(conf):
     from volattach.db import migration
-    migration.db_sync(conf.database.connection)
-    _volume_migration().db_sync(conf.volume.connection)
+    with _database("[database] connection", conf.database.connection):
+        migration.db_sync(conf.database.connection)
+    with _database("[volume] connection", conf.volume.connection):
+        _volume_migration().db_sync(conf.volume.connection)
     print("compute database at revision %s" % migration.db_version(conf.database.connection))
 
 
 def db_version(conf):
     from volattach.db import migration
     volume_migration = _volume_migration()
-    for name, module, url in (
-            ("compute", migration, conf.database.connection),
-            ("volume", volume_migration, conf.volume.connection)):
-        current = module.db_version(url)
+    for name, module, url, option in (
+            ("compute", migration, conf.database.connection,
+             "[database] connection"),
+            ("volume", volume_migration, conf.volume.connection,
+             "[volume] connection")):
+        with _database(option, url):
+            current = module.db_version(url)
         head = module.head_revision()
         state = ("up to date" if current == head
                  else "not migrated" if current is None
@@ -285,8 +295,13 @@ def main(argv=None):
                               description=DESCRIPTION)
     if _embedded(conf):
         volattach_conf.set_embedded_defaults(conf)
+    from volattach import startup
     try:
         return COMMANDS[(conf.category.name, conf.category.action)](conf) or 0
+    except startup.StartupError as exc:
+        # a database URL that does not open: which one, not a traceback
+        print("volattach-manage: %s" % exc, file=sys.stderr)
+        return 1
     except exception.VolattachException as exc:
         # an operator's command: the reason, not a traceback (--debug logs it)
         LOG.debug("volattach-manage failed", exc_info=True)
