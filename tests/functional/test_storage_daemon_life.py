@@ -18,10 +18,20 @@ from tests.functional.allinone_process import script
 from tests.integration import client as clients
 from tests import utils
 
+def _qmp_missing():
+    try:
+        import qemu.qmp  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
 pytestmark = [
     pytest.mark.timeout(300),
-    pytest.mark.skipif(shutil.which("qemu-storage-daemon") is None,
-                       reason="needs QEMU's qemu-storage-daemon"),
+    pytest.mark.skipif(shutil.which("qemu-storage-daemon") is None
+                       or _qmp_missing(),
+                       reason="needs QEMU's qemu-storage-daemon and the "
+                              "volattach[libvirt] extra (qemu.qmp)"),
 ]
 
 TOKEN = "alice:demo"
