@@ -625,7 +625,31 @@ def parse_args(argv, default_config_files=None, conf=CONF, description=None):
     if default_config_files is None:
         default_config_files = [p for p in ("/etc/volattach/volattach.conf",)
                                 if os.path.exists(p)]
-    conf(argv, project="volattach", default_config_files=default_config_files,
-         version="%(prog)s " + version_string(), description=description)
-    logging.setup(conf, "volattach")
-    os.makedirs(conf.state_path, exist_ok=True)
+    from volattach import startup
+    prog = startup.prog_name()
+    try:
+        conf(argv, project="volattach",
+             default_config_files=default_config_files,
+             version="%(prog)s " + version_string(), description=description)
+    except cfg.ConfigFilesNotFoundError as exc:
+        startup.fail(prog, "--config-file %s: no such file or not readable"
+                     % ", ".join(exc.config_files))
+    except cfg.ConfigFileParseError as exc:
+        startup.fail(prog, "%s: not a configuration file: %s"
+                     % (exc.config_file, exc.msg))
+    except (cfg.Error, ValueError) as exc:
+        startup.fail(prog, exc)
+    # start-up mistakes are one line (volattach.startup), before any log
+    try:
+        startup.check_values(conf)
+        startup.check_log_destination(conf)
+        startup.check_state_path(conf)
+    except startup.StartupError as exc:
+        startup.fail(prog, exc)
+    try:
+        logging.setup(conf, "volattach")
+    except OSError as exc:
+        startup.fail(prog, "--log-file/--log-dir: cannot open the log: %s"
+                     % exc)
+    for line in startup.unknown_option_lines(conf):
+        logging.getLogger(__name__).warning(line)
