@@ -134,19 +134,22 @@ def known_options(conf):
         group = conf._groups.get(name)
         if group is not None:
             known[name] = _opt_names(group._opts.values())
-    if "cinder" in known:
+    # the groups with keystoneauth options: their auth plugin's options too
+    for name in ("cinder", "glance"):
+        if name not in known:
+            continue
         auth_type = None
         try:
-            auth_type = conf.cinder.auth_type
+            auth_type = getattr(conf, name).auth_type
         except Exception:
             pass
         if auth_type:
             try:
                 from keystoneauth1 import loading as ks_loading
-                known["cinder"] |= _opt_names(
+                known[name] |= _opt_names(
                     ks_loading.get_auth_plugin_conf_options(auth_type))
             except Exception:
-                del known["cinder"]     # a plugin we cannot list: no check
+                del known[name]     # a plugin we cannot list: no check
     return known
 
 

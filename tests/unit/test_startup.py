@@ -75,3 +75,11 @@ def test_unknown_options_in_known_sections_only(tmp_path):
         ("volume", "zzzz", None)]
     assert startup.unknown_option_lines(conf)[-1] == (
         "[volume] zzzz: unknown option, ignored")
+
+
+def test_the_auth_plugin_options_of_cinder_and_glance_are_known(tmp_path):
+    conf = _conf(tmp_path, "[glance]\nendpoint = http://g\nauth_type = password\n"
+                           "auth_url = http://k/v3\nusername = u\n"
+                           "usernme = u\n"
+                           "[cinder]\nauth_type = password\npassword = p\n")
+    assert startup.unknown_options(conf) == [("glance", "usernme", "username")]
