@@ -585,5 +585,6 @@ def parse_args(argv, default_config_files=None, conf=CONF, description=None):
                                 if os.path.exists(p)]
     conf(argv, project="volattach", default_config_files=default_config_files,
          version="%(prog)s " + version_string(), description=description)
-    logging.setup(conf, "volattach")
+    from volattach import log_setup
+    log_setup.setup(conf)
     os.makedirs(conf.state_path, exist_ok=True)

@@ -203,7 +203,12 @@ def main(argv=None):
         conf.set_override("workers", 1, group="api")
     _no_call_monitor_on_the_inproc_bus(conf)
     from volattach import listen
+    from volattach import log_setup
     from volattach.wsgi import insecure
+    log_setup.starting("volattach-all", conf, [
+        "compute API http://%s:%s" % (conf.api.listen, conf.api.port),
+        "volume service http://%s:%s" % (conf.volume.listen,
+                                         conf.volume.port)])
     try:
         deployment = AllInOne(conf).start()
     except (insecure.InsecureNoauth, listen.ListenError) as exc:
@@ -215,6 +220,7 @@ def main(argv=None):
     from volattach import service
     service.run_until_signalled(deployment.services)
     deployment.stop()
+    log_setup.stopped("volattach-all")
 
 
 if __name__ == "__main__":

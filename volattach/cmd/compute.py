@@ -6,6 +6,7 @@ import time
 from volattach import objects
 from volattach import rpc
 from volattach import conf as volattach_conf
+from volattach import log_setup
 from volattach.compute import service as compute_service
 from volattach import service
 
@@ -23,6 +24,8 @@ def main(argv=None):
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
                               description=DESCRIPTION)
     conf = volattach_conf.CONF
+    log_setup.starting("volattach-compute", conf,
+                       [log_setup.rpc_address(conf)])
     objects.register_all()
     rpc.init(conf)
     svc = compute_service.ComputeService(conf.compute.host)
@@ -36,6 +39,7 @@ def main(argv=None):
                         error)
             time.sleep(2)
     service.run_until_signalled([svc])
+    log_setup.stopped("volattach-compute")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import sys
 from volattach import objects
 from volattach import rpc
 from volattach import conf as volattach_conf
+from volattach import log_setup
 from volattach import loopback_defaults
 from volattach.conductor import service as conductor_service
 from volattach import service
@@ -21,11 +22,14 @@ def main(argv=None):
                               description=DESCRIPTION)
     conf = volattach_conf.CONF
     loopback_defaults.check(conf, "volattach-conductor")
+    log_setup.starting("volattach-conductor", conf,
+                       [log_setup.rpc_address(conf)])
     objects.register_all()
     rpc.init(conf)
     svc = conductor_service.ConductorService()
     svc.start()
     service.run_until_signalled([svc])
+    log_setup.stopped("volattach-conductor")
 
 
 if __name__ == "__main__":

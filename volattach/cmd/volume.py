@@ -41,7 +41,8 @@ def main(argv=None):
     service.start_heartbeat(conf)
     wsgi_server.run("volattach.volume.wsgi:application", bind=sock,
                     workers=conf.volume.workers,
-                    keepalive=conf.wsgi.keepalive_timeout)
+                    keepalive=conf.wsgi.keepalive_timeout,
+                    name="volattach-volume", conf=conf)
 
 
 if __name__ == "__main__":
