@@ -192,7 +192,7 @@ class TaskBase:
         """Undo the recorded steps, newest first.  An undo that fails is
         logged and the others still run."""
         self._debug("rolling back %d step(s) after %s: %s", len(self._undo),
-                    type(error).__name__, error)
+                    type(error).__name__, str(error).split("\n", 1)[0])
         while self._undo:
             step = self._undo.pop()
             self._debug("rollback: %s", step.what)
