@@ -52,6 +52,10 @@ def _escaped(match):
 
 def escape(text):
     """``text`` with every control character as a visible escape."""
+    # isprintable: no control character (nor other unprintable ones), the
+    # common case, checked at C speed
+    if text.isprintable():
+        return text
     return _UNSAFE.sub(_escaped, text)
 
 
@@ -60,7 +64,7 @@ class EscapingFormatter(formatters.ContextFormatter):
     doc)."""
 
     def formatMessage(self, record):
-        return _UNSAFE.sub(_escaped, super().formatMessage(record))
+        return escape(super().formatMessage(record))
 
     def formatException(self, ei, *, record=None):
         text = super().formatException(ei, record=record)
