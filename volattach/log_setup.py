@@ -20,8 +20,10 @@ safe, and the lines that mark a daemon's start and stop.
 gunicorn's own logger (``volattach-api``, ``volattach-volume``) hands its
 lines to these handlers as well (``volattach.wsgi_server``).
 
-``starting(name, conf, listening)`` and ``stopped(name)``: a daemon's first
-and last INFO lines (version, configuration files, listening addresses).
+``started(name, conf, listening)`` and ``stopped(name)``: a daemon's INFO
+lines once it listens (version, configuration files, addresses) and once
+it has stopped.  "started" is logged only then, so that a start-up error
+stays the one line that names it.
 """
 import logging
 import re
@@ -129,10 +131,10 @@ def rpc_address(conf, url=None):
     return "rpc %s" % _without_password(url)
 
 
-def starting(name, conf, listening=()):
-    """The first INFO line of daemon ``name``."""
+def started(name, conf, listening=()):
+    """The INFO line of daemon ``name`` once it listens."""
     from volattach import conf as volattach_conf
-    LOG.info("%s %s starting; config files: %s; listening on: %s", name,
+    LOG.info("%s %s started; config files: %s; listening on: %s", name,
              volattach_conf.version_string(), _config_files(conf),
              ", ".join(listening) or "-", extra=_NO_CONTEXT)
 

@@ -11,7 +11,7 @@ and the conductor make several calls per attachment to the volume service.
 gunicorn's own lines (its start, its workers) go to the handlers
 ``volattach.log_setup`` configured, through its escaping formatter
 (``_Logger``), not to a stream of their own.  ``run`` logs the daemon's
-start and, in the master, its stop (``log_setup.starting``/``stopped``).
+start and, in the master, its stop (``log_setup.started``/``stopped``).
 
 Everything that shares one process (``volattach-all``, the functional tests)
 serves with ``volattach.embedded_server`` instead.
@@ -90,7 +90,7 @@ def run(app_uri, bind, workers=1, threads=1, timeout=120, keepalive=60,
     (``fd://``).  ``name`` (and ``conf``): the daemon whose start and stop
     are logged."""
     if name is not None:
-        log_setup.starting(name, conf, [_address(bind)])
+        log_setup.started(name, conf, [_address(bind)])
     master = os.getpid()
     try:
         _run(app_uri, bind, workers, threads, timeout, keepalive, extra)

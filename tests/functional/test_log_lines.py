@@ -106,13 +106,14 @@ def test_debug_tells_the_story_of_one_attach(allinone):
 def test_start_and_stop_are_logged_and_stdout_is_the_banner(allinone):
     allinone.stop()
     assert allinone.proc.returncode == 0
-    lines = _stderr(allinone).rstrip("\n").split("\n")
+    text = _stderr(allinone)
+    lines = text.rstrip("\n").split("\n")
     assert re.search(
-        r" INFO volattach\.log_setup \[-\] volattach-all \S+ starting; "
+        r" INFO volattach\.log_setup \[-\] volattach-all \S+ started; "
         r"config files: %s; listening on: compute API http://127\.0\.0\.1:%d,"
         r" volume service http://127\.0\.0\.1:%d$" % (
             re.escape(str(allinone.config_file)), allinone.api_port,
-            allinone.volume_port), lines[0]), lines[0]
+            allinone.volume_port), text, re.M), text[:3000]
     assert lines[-1].endswith(
         " INFO volattach.log_setup [-] volattach-all stopped"), lines[-1]
     stdout = allinone.stdout_path.read_text().splitlines()

@@ -8,7 +8,7 @@ compute.  Every daemon's log written meanwhile is checked: no raw control
 character, no line starting with the attacker's text, one access line per
 request.  Then the volume service (a gunicorn master and its worker) is
 restarted: one ``stopped`` line (the master's, none of its worker), then
-its ``starting`` line with its configuration file and address.
+its ``started`` line with its configuration file and address.
 """
 import re
 
@@ -52,15 +52,15 @@ def test_a_daemon_logs_its_start_and_stop(deployment):
     start = len(open(deployment.log_path("volume"), "rb").read())
     deployment.restart("volume")
     text = utils.until(lambda: _read(deployment, "volume", start),
-                       lambda t: " starting; " in t, timeout=30)
+                       lambda t: " started; " in t, timeout=30)
     stopped = [line for line in text.split("\n")
                if line.endswith(" volattach-volume stopped")]
     assert len(stopped) == 1, text[-3000:]
     assert " INFO volattach.log_setup [-] " in stopped[0]
     assert re.search(
-        r" INFO volattach\.log_setup \[-\] volattach-volume \S+ starting; "
+        r" INFO volattach\.log_setup \[-\] volattach-volume \S+ started; "
         r"config files: %s[^;]*; listening on: http://127\.0\.0\.1:%d$" % (
             re.escape(deployment.conf_path), int(
                 deployment.volume_url.rsplit(":", 1)[1])),
         text, re.M), text[-3000:]
-    assert text.index(stopped[0]) < text.index(" starting; ")
+    assert text.index(stopped[0]) < text.index(" started; ")

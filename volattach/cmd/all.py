@@ -205,14 +205,14 @@ def main(argv=None):
     from volattach import listen
     from volattach import log_setup
     from volattach.wsgi import insecure
-    log_setup.starting("volattach-all", conf, [
-        "compute API http://%s:%s" % (conf.api.listen, conf.api.port),
-        "volume service http://%s:%s" % (conf.volume.listen,
-                                         conf.volume.port)])
     try:
         deployment = AllInOne(conf).start()
     except (insecure.InsecureNoauth, listen.ListenError) as exc:
         sys.exit("volattach-all: %s" % exc)
+    log_setup.started("volattach-all", conf, [
+        "compute API http://%s:%s" % (conf.api.listen, conf.api.port),
+        "volume service http://%s:%s" % (conf.volume.listen,
+                                         conf.volume.port)])
     print("volattach-all: compute API http://%s:%s/v2.1  volume service "
           "http://%s:%s/v3  (token 'X-Auth-Token: <user>:<project>[:admin]')"
           % (conf.api.listen, conf.api.port, conf.volume.listen, conf.volume.port),

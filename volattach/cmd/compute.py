@@ -24,8 +24,6 @@ def main(argv=None):
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
                               description=DESCRIPTION)
     conf = volattach_conf.CONF
-    log_setup.starting("volattach-compute", conf,
-                       [log_setup.rpc_address(conf)])
     objects.register_all()
     rpc.init(conf)
     svc = compute_service.ComputeService(conf.compute.host)
@@ -38,6 +36,7 @@ def main(argv=None):
             LOG.warning("registration through the conductor failed (%s); retrying",
                         error)
             time.sleep(2)
+    log_setup.started("volattach-compute", conf, [log_setup.rpc_address(conf)])
     service.run_until_signalled([svc])
     log_setup.stopped("volattach-compute")
 

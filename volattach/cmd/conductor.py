@@ -22,12 +22,12 @@ def main(argv=None):
                               description=DESCRIPTION)
     conf = volattach_conf.CONF
     loopback_defaults.check(conf, "volattach-conductor")
-    log_setup.starting("volattach-conductor", conf,
-                       [log_setup.rpc_address(conf)])
     objects.register_all()
     rpc.init(conf)
     svc = conductor_service.ConductorService()
     svc.start()
+    log_setup.started("volattach-conductor", conf,
+                      [log_setup.rpc_address(conf)])
     service.run_until_signalled([svc])
     log_setup.stopped("volattach-conductor")
 
