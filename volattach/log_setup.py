@@ -82,16 +82,18 @@ def setup(conf, project="volattach"):
     from volattach import conf as volattach_conf
     oslo_logging.setup(conf, project,
                        version=volattach_conf.version_string())
-    use_escaping_formatter(conf)
+    # a logging configuration file of the operator's
+    # (``log_config_append``) chooses its own streams
+    use_escaping_formatter(conf, to_stderr=not conf.log_config_append)
 
 
-def use_escaping_formatter(conf, logger=None):
+def use_escaping_formatter(conf, logger=None, to_stderr=True):
     """Give each handler of ``logger`` (the root logger) with oslo.log's
-    ContextFormatter the escaping one, and move a handler that writes to
-    stdout to stderr."""
+    ContextFormatter the escaping one and, with ``to_stderr``, move a
+    handler that writes to stdout to stderr."""
     logger = logger or logging.getLogger()
     for handler in logger.handlers:
-        if (isinstance(handler, logging.StreamHandler)
+        if (to_stderr and isinstance(handler, logging.StreamHandler)
                 and getattr(handler, "stream", None) is sys.stdout):
             handler.setStream(sys.stderr)
         current = handler.formatter

@@ -19,10 +19,10 @@ import uuid
 
 import pytest
 import requests
-from oslo_log import formatters
 
 from tests import utils
 from tests.integration import client as clients
+from volattach import log_setup
 from volattach.conf import CONF
 
 # both requests of a test on the same worker thread of each server
@@ -47,7 +47,7 @@ class _Captured:
 def _capture(level):
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(formatters.ContextFormatter(config=CONF,
+    handler.setFormatter(log_setup.EscapingFormatter(config=CONF,
                                                      project="volattach"))
     root, ours = logging.getLogger(), logging.getLogger("volattach")
     levels = root.level, ours.level
@@ -64,7 +64,8 @@ def _capture(level):
 
 @pytest.fixture
 def logs():
-    """Everything logged at INFO and above, formatted by oslo.log."""
+    """Everything logged at INFO and above, formatted as the services
+    format it (oslo.log's format, escaped: ``volattach.log_setup``)."""
     yield from _capture(logging.INFO)
 
 
