@@ -8,7 +8,9 @@ compute.  Every daemon's log written meanwhile is checked: no raw control
 character, no line starting with the attacker's text, one access line per
 request.  Then the volume service (a gunicorn master and its worker) is
 restarted: one ``stopped`` line (the master's, none of its worker), then
-its ``started`` line with its configuration file and address.
+its ``started`` line with its configuration file and address.  At
+``[DEFAULT] debug`` one attach's request id is on each of its hops, in
+the API's, the conductor's, a compute's and the volume service's logs.
 """
 import re
 
@@ -64,3 +66,41 @@ def test_a_daemon_logs_its_start_and_stop(deployment):
                 deployment.volume_url.rsplit(":", 1)[1])),
         text, re.M), text[-3000:]
     assert text.index(stopped[0]) < text.index(" started; ")
+
+
+def test_debug_follows_one_attach_across_the_daemons(deployment):
+    """``[DEFAULT] debug``: the attach's request id in each daemon's log,
+    on each hop (the all-in-one test checks every line of the story)."""
+    api = clients.ComputeClient(deployment.api_url, "alice:demo")
+    volumes = clients.VolumeClient(deployment.volume_url, "alice:demo")
+    server_id = api.create_active_server()
+    volume_id = volumes.create_available_volume()
+    start = {name: len(open(deployment.log_path(name), "rb").read())
+             for name in DAEMONS}
+    status, body, headers = api.attach_volume(server_id, volume_id)
+    assert status == 200, body
+    rid = headers["x-openstack-request-id"]
+    hops = {
+        "api": ["RPC call attach_volume (version "],
+        "conductor": ["RPC received attach_volume (version ",
+                      "AttachVolumeTask of %s: start" % server_id,
+                      "RPC call attach_volume (version ",
+                      "volume call POST /v3/demo/attachments: 200",
+                      "AttachVolumeTask of %s: done" % server_id],
+        "compute": ["RPC received attach_volume (version ",
+                    "driver attach_volume %s" % server_id],
+        "volume": ["backend fake initialize_connection %s" % volume_id],
+    }
+
+    def found(logs):
+        logs = dict(logs, compute=logs["compute1"] + logs["compute2"])
+        return {name: [needle for needle in needles if not any(
+            rid in line and needle in line and " DEBUG " in line
+            for line in logs[name].split("\n"))]
+            for name, needles in hops.items()}
+    missing = utils.until(
+        lambda: found({name: _read(deployment, name, start[name])
+                       for name in DAEMONS}),
+        lambda missing: not any(missing.values()), timeout=30)
+    assert not any(missing.values()), missing
+    api.delete_server(server_id)
