@@ -6,8 +6,8 @@ run by a thread; waiters block on a condition until their event comes or
 their timeout passes.
 
 ``get_connection`` hands out the connection wrapped so that each libvirt
-call made through it, and through the domains it returns, is logged at
-DEBUG (``libvirt <call>`` and the domain's name): one hook for every
+call made through it, and through the domains and secrets it returns, is
+logged at DEBUG (``libvirt <call> (domain <name>)``): one hook for every
 libvirt call of the driver.
 """
 import logging
@@ -67,6 +67,8 @@ class _Logged:
                 except libvirt.libvirtError:
                     domain = "domain"
                 return _Logged(result, libvirt, domain)
+            if isinstance(result, libvirt.virSecret):
+                return _Logged(result, libvirt, "secret")
             return result
         return call
 
