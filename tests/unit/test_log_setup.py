@@ -93,10 +93,15 @@ def test_setup_logs_to_stderr_by_default(root_handlers):
     assert type(handlers[0].formatter) is log_setup.EscapingFormatter
 
 
+@pytest.mark.parametrize("option", ["log_file", "log_dir"])
 def test_setup_with_a_log_file_escapes_there_and_leaves_stdout(
-        root_handlers, tmp_path, capsys):
-    log_file = tmp_path / "volattach.log"
-    log_setup.setup(_conf(log_file=str(log_file)))
+        root_handlers, tmp_path, capsys, option):
+    if option == "log_file":
+        log_file = tmp_path / "volattach.log"
+        log_setup.setup(_conf(log_file=str(log_file)))
+    else:
+        log_setup.setup(_conf(log_dir=str(tmp_path)))
+        [log_file] = tmp_path.glob("*.log")
     handlers = root_handlers.handlers
     assert [type(h.formatter) for h in handlers] == [
         log_setup.EscapingFormatter]
