@@ -16,7 +16,7 @@ from oslo_versionedobjects import fields
 from volattach.objects import base
 from volattach import exception
 
-SERVICE_VERSION = 12
+SERVICE_VERSION = 13
 
 SERVICE_VERSION_HISTORY = (
     # Version 0: no service version reported (never sent by volattach)
@@ -62,6 +62,9 @@ SERVICE_VERSION_HISTORY = (
     # power_on_instance take the server's mappings with refreshed
     # connections and plug the disks again from them)
     {"compute_rpc": "1.10"},
+    # Version 13: compute RPC 1.11 (external_instance_event: the events of
+    # POST /os-server-external-events; volume-extended grows the disk)
+    {"compute_rpc": "1.11"},
 )
 
 # The first service version whose computes suspend, resume and reboot.
@@ -78,6 +81,9 @@ IMAGES_REPORT_SERVICE_VERSION = 11
 # The first service version whose computes reconnect the volumes on a hard
 # reboot and a start (compute RPC 1.10); an older one reboots with what it had.
 REBOOT_RECONNECT_SERVICE_VERSION = 12
+# The first service version whose computes take external events (compute
+# RPC 1.11); the API answers an event for a server on an older one 422.
+EXTERNAL_EVENTS_SERVICE_VERSION = 13
 
 
 def compute_rpc_for_service_version(version):
