@@ -283,3 +283,41 @@ def test_a_thousand_events_are_each_answered(service_api, api):
     assert codes == [200] * 998 + [404, 400]
     assert [e["tag"] for e in body["events"][:998]] == [
         "port-%d" % i for i in range(998)]
+
+
+# -- volume-reimaged: the 2.93 rebuild waits for it ---------------------------
+
+def test_a_rebuild_waits_for_volume_reimaged_and_errors_without_it(
+        api, admin_api, volumes, deployment):
+    """The volume service posts volume-reimaged after os-reimage (the
+    success path is test_tempest_gaps_servers'); when it cannot reach the
+    compute API, the rebuild waits reimage_timeout_per_gb and the server
+    goes to ERROR, its root volume still reserved for it."""
+    from tests.functional.test_tempest_gaps_servers import (
+        _rebuild, _volume_backed_server)
+    from volattach.conf import CONF
+    server_id, root, _ = _volume_backed_server(api, volumes, deployment,
+                                               data_volume=False)
+    CONF.set_override("compute_endpoint", "http://127.0.0.1:9/v2.1",
+                      group="volume")
+    CONF.set_override("reimage_timeout_per_gb", 1)
+    try:
+        assert _rebuild(api, server_id, "2.93")[0] == 202
+        api.wait_for_server_status(server_id, "ERROR")
+    finally:
+        CONF.clear_override("compute_endpoint", group="volume")
+        CONF.clear_override("reimage_timeout_per_gb")
+    failed = instance_actions.action_events(
+        admin_api, server_id, "rebuild", "compute_rebuild_instance",
+        result="Error")
+    assert failed and "volume-reimaged" in failed[0]["details"], failed
+    assert volumes.show_volume(root)[1]["volume"]["status"] == "reserved"
+    # an event that comes late wakes nothing and harms nothing
+    service = clients.ComputeClient(deployment.api_url, SERVICE_TOKEN)
+    status, body, _ = _post(service, [{"name": "volume-reimaged",
+                                       "server_uuid": server_id,
+                                       "tag": root}])
+    assert status == 200, body
+    assert api.delete_server(server_id)[0] == 204
+    api.wait_for_server_deleted(server_id, timeout=30)
+    volumes.wait_for_volume_status(root, "available")
