@@ -11,12 +11,14 @@ import abc
 MAX_CONSOLE_BYTES = 100 * 1024
 
 
-# Why a read-only disk does not grow: QEMU's block_resize refuses a
-# read-only node ("Image is read-only", QEMU 7.2), whatever the protocol.
-READ_ONLY_RESIZE_REFUSED = ("the disk %s is attached read-only, and QEMU "
-                            "cannot resize a read-only disk (Image is "
-                            "read-only): detach and attach it again to see "
-                            "the new size")
+# Why a read-only disk does not grow: libvirt refuses virDomainBlockResize
+# on it ("can't resize empty or readonly disk", libvirt 11) and QEMU's
+# block_resize refuses a read-only node ("Image is read-only", QEMU 7.2),
+# whatever the protocol.
+READ_ONLY_RESIZE_REFUSED = ("the disk %s is attached read-only, and "
+                            "libvirt and QEMU cannot resize a read-only "
+                            "disk: detach and attach it again to see the "
+                            "new size")
 
 class ComputeDriver(abc.ABC):
 
