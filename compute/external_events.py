@@ -83,10 +83,18 @@ def extend_volume(manager, context, instance, event):
             LOG.warning("extend of volume %s of %s: no connection yet",
                         volume_id, instance.uuid)
             return
-        LOG.info("volume %s of %s grew to %d GiB; growing the guest's disk",
-                 volume_id, instance.uuid, new_size)
         bdm.volume_size = new_size
         bdm.save()
+        if bdm.device_name not in manager.driver.volume_device_names(
+                instance):
+            # a detach that unplugged it, an attach that has not plugged it
+            # yet, a guest that left this host: nothing to grow here, and
+            # a later plug opens the volume at its new size
+            LOG.info("volume %s of %s grew to %d GiB; its disk is not "
+                     "plugged here", volume_id, instance.uuid, new_size)
+            return
+        LOG.info("volume %s of %s grew to %d GiB; growing the guest's disk",
+                 volume_id, instance.uuid, new_size)
         manager.driver.extend_volume(instance, bdm.get_connection_info(),
                                      bdm.device_name, new_size * GiB,
                                      mode=_mode(bdm))

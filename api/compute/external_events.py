@@ -4,7 +4,8 @@ with the events other services post about servers, as Nova's API does.
 Each event is answered on its own (``code``, ``status``): 404 for a server
 that does not exist, 400 for a missing ``tag`` where the event needs one,
 422 for a server on no host, on a compute older than service version 13
-(compute RPC 1.11) or, for volume-reimaged, with no conductor that takes
+(compute RPC 1.11) or while the compute RPC is capped below 1.11 (an older
+compute still runs), or, for volume-reimaged, with no conductor that takes
 conductor task API 1.9.  The accepted ones go on in one message per
 destination: one cast per compute host with the events of its servers
 (1,000 events of one host are one message), and one fanout cast to the
@@ -38,15 +39,24 @@ def _failed(response, code):
     response["code"] = code
 
 
+_RPCAPI = []
+
+
+def shared_compute_rpcapi():
+    """The process's compute RPC client of the facade (built once: it
+    caches its version cap)."""
+    if not _RPCAPI:
+        _RPCAPI.append(compute_rpcapi.ComputeAPI())
+    return _RPCAPI[0]
+
+
 class ExternalEventsAPI(base.FacadeBase):
 
-    _compute_rpcapi = None
+    _compute_rpcapi = None      # a test's own client
 
     @property
     def compute_rpcapi(self):
-        if self._compute_rpcapi is None:
-            ExternalEventsAPI._compute_rpcapi = compute_rpcapi.ComputeAPI()
-        return self._compute_rpcapi
+        return self._compute_rpcapi or shared_compute_rpcapi()
 
     def external_instance_event(self, context, body_events):
         """Answer and dispatch ``body_events`` (validated dicts); returns
@@ -88,9 +98,8 @@ class ExternalEventsAPI(base.FacadeBase):
                          event.key, event.instance_uuid)
                 _failed(response, 422)
             elif (event.name != event_obj.VOLUME_REIMAGED
-                  and computes.get(instance.host, 0)
-                  < service_obj.EXTERNAL_EVENTS_SERVICE_VERSION):
-                LOG.info("compute %s is too old for events: %s for %s "
+                  and not self._takes_events(instance.host, computes)):
+                LOG.info("compute %s cannot take events yet: %s for %s "
                          "dropped", instance.host, event.key,
                          event.instance_uuid)
                 _failed(response, 422)
@@ -103,6 +112,16 @@ class ExternalEventsAPI(base.FacadeBase):
         if accepted:
             self._dispatch_events(context, accepted)
         return response_events, all(r["code"] == 200 for r in response_events)
+
+    def _takes_events(self, host, computes):
+        """Whether ``host``'s compute can be sent events: its service
+        version is 13 or later, and the compute RPC, capped at the oldest
+        running compute (``[upgrade_levels] compute = auto``), reaches
+        1.11: while a rolling upgrade still runs an older compute, no
+        compute is sent events."""
+        return (computes.get(host, 0)
+                >= service_obj.EXTERNAL_EVENTS_SERVICE_VERSION
+                and self.compute_rpcapi.can_send_version(host, "1.11"))
 
     def _dispatch_events(self, context, accepted):
         """Record the instance actions and send the accepted events: one

@@ -249,21 +249,31 @@ def test_power_update_as_nova_treats_a_server_not_on_ironic(
 
 
 def test_a_compute_too_old_gets_422(service_api, admin_api, api, volumes):
+    """The old compute's events are 422; while it runs, the compute RPC is
+    capped below 1.11 ([upgrade_levels] compute = auto: the oldest
+    compute's), so the other computes' are too."""
+    from volattach.api.compute import external_events
     old, new = _new_server(api), _new_server(api)
     volume_id = _new_volume(volumes)
-    with compute_at_version(old, 12):
-        events = [{"name": "volume-extended", "server_uuid": s,
-                   "tag": volume_id} for s in (old, new)]
-        if _host(old) == _host(new):
-            events = events[:1]
-        status, body, _ = _post(service_api, events)
+    rpcapi = external_events.shared_compute_rpcapi()
+    try:
+        with compute_at_version(old, 12):
+            rpcapi._cap = None                 # read the versions now
+            status, body, _ = _post(service_api, [
+                {"name": "volume-extended", "server_uuid": s,
+                 "tag": volume_id} for s in (old, new)])
+    finally:
+        rpcapi._cap = None      # not the 1.10 cached for _CAP_TTL seconds
     assert status == 207, body
-    assert body["events"][0]["code"] == 422
-    assert body["events"][0]["status"] == "failed"
-    if len(events) == 2:
-        assert body["events"][1]["code"] == 200
-    assert instance_actions.action_events(admin_api, old,
-                                          "extend_volume") == []
+    assert [(e["code"], e["status"]) for e in body["events"]] == [
+        (422, "failed"), (422, "failed")]
+    for server_id in (old, new):
+        assert instance_actions.action_events(admin_api, server_id,
+                                              "extend_volume") == []
+    # every compute upgraded: accepted
+    assert _post(service_api, [{"name": "volume-extended",
+                                "server_uuid": old, "tag": volume_id}])[
+        0] == 200
 
 
 def _host(server_id):
@@ -321,3 +331,42 @@ def test_a_rebuild_waits_for_volume_reimaged_and_errors_without_it(
     assert api.delete_server(server_id)[0] == 204
     api.wait_for_server_deleted(server_id, timeout=30)
     volumes.wait_for_volume_status(root, "available")
+
+
+def test_a_disk_not_plugged_any_more_is_left_alone(
+        service_api, admin_api, api, volumes, deployment):
+    """volume-extended racing a detach that already unplugged the disk
+    (its record still there): the size is recorded, nothing is resized,
+    and the event succeeds; the detach then ends as usual."""
+    server_id = _new_server(api)
+    volume_id = _new_volume(volumes)
+    assert api.attach_volume(server_id, volume_id,
+                             microversion="2.20")[0] == 200
+    volumes.wait_for_volume_status(volume_id, "in-use")
+    device = _device(api, server_id, volume_id)
+    guest = _guest(deployment, server_id)
+    unplugged = guest["devices"].pop(device)       # the detach's unplug
+    assert _post(service_api, [{"name": "volume-extended",
+                                "server_uuid": server_id,
+                                "tag": volume_id}])[0] == 200
+    event = _wait_event(admin_api, server_id, "extend_volume",
+                        "compute_extend_volume")
+    assert event["result"] == "Success", event
+    assert "sizes" not in guest
+    guest["devices"][device] = unplugged
+    assert api.detach_volume(server_id, volume_id)[0] == 202
+    volumes.wait_for_volume_status(volume_id, "available")
+
+
+def test_an_event_racing_the_delete_of_its_server(service_api, api):
+    """No 500 and no half-done work: a server being deleted is answered
+    200 (its compute finds nothing to do) or, once gone, 404."""
+    server_id = _new_server(api)
+    assert api.delete_server(server_id)[0] == 204
+    status, body, _ = _post(service_api, [{"name": "network-changed",
+                                           "server_uuid": server_id}])
+    assert (status, body["events"][0]["code"]) in ((200, 200), (207, 404))
+    api.wait_for_server_deleted(server_id, timeout=30)
+    status, body, _ = _post(service_api, [{"name": "network-changed",
+                                           "server_uuid": server_id}])
+    assert (status, body["events"][0]["code"]) == (207, 404)
