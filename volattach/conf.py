@@ -59,6 +59,13 @@ default_opts = [
     cfg.IntOpt("rpc_response_timeout_attach", default=60, min=1,
                help="Seconds the API waits for the conductor's answer to a "
                     "synchronous (below 2.101) volume attach."),
+    cfg.IntOpt("reimage_timeout_per_gb", default=20, min=1,
+               help="Nova's option: seconds per GiB of the image the "
+                    "rebuild of a volume-backed server (2.93) waits for "
+                    "the volume service's volume-reimaged event after its "
+                    "os-reimage; without it the server goes to ERROR. "
+                    "There is no image service to tell an image's size: "
+                    "an image counts as 1 GiB."),
     cfg.BoolOpt("allow_insecure_noauth", default=False,
                 help="Let the compute API and the volume service serve "
                      "auth_strategy = noauth on a listen address that is "

@@ -329,7 +329,9 @@ class VolumeManager:
         its new attachment: Nova's rebuild from 2.93), and attached to no
         more than one server (409).  As for a volume made from an image,
         only the fake backend can, and no data is copied: the volume
-        records the image (``volume_image_metadata``) and is bootable."""
+        records the image (``volume_image_metadata``) and is bootable.
+        Returns the servers its attachments name when it was reserved (to
+        be told ``volume-reimaged``: ``volume.reimaged_event``)."""
         if self.conf.volume.backend != "fake" or (
                 self.conf.volume.enabled_backends):
             raise exception.InvalidInput(
@@ -357,7 +359,12 @@ class VolumeManager:
                     reason="Volume %s status must be %s, but current status "
                            "is %s." % (volume_id, " or ".join(expected),
                                        vol["status"]))
-        self.db.write(reimage)
+            if vol["status"] != states.RESERVED:
+                return []
+            return [a["instance_uuid"] for a in
+                    db.attachment_list(conn, volume_id=volume_id)
+                    if a.get("instance_uuid")]
+        return self.db.write(reimage)
 
     def volume_set_bootable(self, ctx, volume_id, bootable):
         def update(conn):

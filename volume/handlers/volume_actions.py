@@ -16,6 +16,7 @@ from oslo_utils import strutils
 
 from volattach import exception
 from volattach.volume import states
+from volattach.volume import reimaged_event
 from volattach.volume import validation
 from volattach.volume import microversion as mv
 from volattach.volume.handlers import context, version
@@ -92,10 +93,13 @@ class Action:
                 message="There is no such action: os-reimage")
         validation.validate(schemas.reimage, data)
         args = data["os-reimage"]
-        self.manager.volume_reimage(
+        servers = self.manager.volume_reimage(
             context(req), volume_id, args["image_id"],
             reimage_reserved=strutils.bool_from_string(
                 args.get("reimage_reserved", False), strict=True))
+        # a reserved volume: its server's rebuild waits for the event
+        reimaged_event.post_in_background(self.manager.conf, servers,
+                                          volume_id)
 
     def _reset_status(self, req, volume_id, data):
         validation.validate(schemas.reset_status, data)

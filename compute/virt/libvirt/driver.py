@@ -381,6 +381,43 @@ class LibvirtDriver(driver.ComputeDriver):
             time.sleep(CONF.libvirt.swap_volume_poll_interval)
         dom.blockJobAbort(target, lv.VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT)
 
+    def extend_volume(self, instance, connection_info, device_name,
+                      new_size, mode="rw"):
+        """virDomainBlockResize of the volume's disk to ``new_size`` bytes,
+        as Nova's driver does once the volume grew: QEMU sets the size of
+        its node (for rbd and iSCSI the image or LUN already has it) and
+        tells the guest, which sees the new capacity at once.  A guest that
+        is not running is left alone: its next boot opens the volume at its
+        size.  QEMU refuses to resize a read-only node ("Image is
+        read-only"), so a read-only attachment's disk does not grow
+        (measured on QEMU 7.2, README)."""
+        lv = self._host.libvirt
+        dom = self._domain(instance)
+        if not dom.isActive():
+            LOG.debug("%s is not running: its disk %s grows at its next "
+                      "boot", instance.uuid, device_name)
+            return
+        alias = volume_mod.disk_alias(self._serial(connection_info))
+        disk = self._find_disk(dom, alias,
+                               target=(device_name or "").rsplit("/", 1)[-1])
+        if disk is None:
+            raise exception.VirtDriverError(
+                operation="extend",
+                reason="no disk of volume %s in the guest"
+                % self._serial(connection_info))
+        element = ET.fromstring(disk)
+        if element.find("readonly") is not None:
+            raise exception.VirtDriverError(
+                operation="extend",
+                reason=driver.READ_ONLY_RESIZE_REFUSED % device_name)
+        target = element.find("target").get("dev")
+        try:
+            dom.blockResize(target, new_size,
+                            lv.VIR_DOMAIN_BLOCK_RESIZE_BYTES)
+        except lv.libvirtError as e:
+            raise exception.VirtDriverError(operation="extend",
+                                            reason=str(e))
+
     # -- live migration ---------------------------------------------------------
     # The guest moves between libvirt daemons with virDomainMigrateToURI3
     # (peer to peer, as Nova does); its local disks (the root disk) are
