@@ -83,7 +83,11 @@ class Action:
     def _extend(self, req, volume_id, data):
         validation.validate(schemas.extend, data)
         new_size = checked_size(data["os-extend"]["new_size"], "new_size")
-        self.manager.volume_extend(context(req), volume_id, new_size)
+        # from 3.42 an in-use volume may be extended (Cinder's
+        # extend_attached_volume); before, only an available one
+        self.manager.volume_extend(
+            context(req), volume_id, new_size,
+            attached_allowed=version(req) >= mv.VOLUME_EXTEND_INUSE)
 
     def _reimage(self, req, volume_id, data):
         # Cinder's os-reimage is 3.68's: before it there is no such action
