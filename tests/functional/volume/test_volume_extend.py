@@ -1,0 +1,183 @@
+"""os-extend through the volume service's API: the size reaches the storage
+(file: the image's virtual size), an in-use volume from 3.42 (events to the
+compute API, one per attached server), Cinder's 400s for bad input, and a
+backend failure that leaves the volume as it was."""
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+
+from tests.functional.volume.volume_testlib import (
+    INSTANCE_A, INSTANCE_B, USER1, ComputeStub, build_api, free_port,
+    make_conf)
+from volattach.volume.backends import file as file_backend
+
+GiB = 1024 ** 3
+
+
+def _all_ok(events):
+    return 200, {"events": [dict(e, code=200, status="completed")
+                            for e in events]}
+
+
+@pytest.fixture
+def compute():
+    stub = ComputeStub(_all_ok)
+    yield stub
+    stub.close()
+
+
+def _conf(tmp_path, compute_url, **volume):
+    return make_conf(tmp_path, connection="sqlite:///%s"
+                     % (tmp_path / "volume.sqlite"),
+                     compute_endpoint=compute_url, **volume)
+
+
+@pytest.fixture
+def api(tmp_path, compute):
+    return build_api(_conf(tmp_path, compute.url))
+
+
+@pytest.fixture
+def file_api(tmp_path, compute):
+    conf = _conf(tmp_path, compute.url, backend="file",
+                 backend_name="file", volumes_dir=str(tmp_path / "vols"),
+                 export_port=free_port())
+    api = build_api(conf)
+    api.volumes_dir = str(tmp_path / "vols")
+    yield api
+    try:
+        with open(os.path.join(api.volumes_dir, ".qsd", "qsd.pid")) as f:
+            os.kill(int(f.read().strip()), signal.SIGTERM)
+    except (OSError, ValueError):
+        pass
+
+
+def _extend(api, volume_id, new_size, mv="3.42", token=USER1):
+    return api.post("/volumes/%s/action" % volume_id,
+                    {"os-extend": {"new_size": new_size}}, mv=mv,
+                    token=token)
+
+
+def _message(resp):
+    assert resp.status_code == 400, resp.text
+    return resp.json["badRequest"]["message"]
+
+
+def test_available_extend_changes_the_size_and_posts_no_event(api, compute):
+    vol = api.create_volume(size=1)
+    assert _extend(api, vol["id"], 2, mv="3.0").status_code == 202
+    shown = api.volume(vol["id"])
+    assert (shown["size"], shown["status"]) == (2, "available")
+    assert compute.requests == []
+
+
+def test_in_use_extend_at_3_42_posts_one_event_per_attached_server(
+        api, compute):
+    vol = api.create_volume(size=1, multiattach=True)
+    api.attach(vol["id"], INSTANCE_A)
+    api.attach(vol["id"], INSTANCE_B, host="compute-2")
+    r = _extend(api, vol["id"], 3)
+    assert r.status_code == 202, r.text
+    shown = api.volume(vol["id"])
+    assert (shown["size"], shown["status"]) == (3, "in-use")
+    assert compute.received.wait(30), "no event reached the compute API"
+    [(path, headers, body)] = compute.requests
+    assert path == "/v2.1/os-server-external-events"
+    assert headers["X-OpenStack-Nova-API-Version"] == "2.51"
+    assert sorted(body["events"], key=lambda e: e["server_uuid"]) == sorted(
+        [{"name": "volume-extended", "server_uuid": s, "tag": vol["id"]}
+         for s in (INSTANCE_A, INSTANCE_B)], key=lambda e: e["server_uuid"])
+
+
+def test_in_use_extend_below_3_42_is_cinders_400(api, compute):
+    vol = api.create_volume(size=1)
+    api.attach(vol["id"])
+    assert _message(_extend(api, vol["id"], 2, mv="3.41")) == (
+        "Invalid volume: Volume %s status must be '{'status': "
+        "'available'}' to extend, currently in-use." % vol["id"])
+    shown = api.volume(vol["id"])
+    assert (shown["size"], shown["status"]) == (1, "in-use")
+
+
+@pytest.mark.parametrize("new_size", [1, 2])
+def test_equal_or_smaller_size_is_cinders_400(api, new_size):
+    vol = api.create_volume(size=2)
+    assert _message(_extend(api, vol["id"], new_size)) == (
+        "Invalid input received: New size for extend must be greater than "
+        "current size. (current: 2, extended: %d)." % new_size)
+    assert api.volume(vol["id"])["size"] == 2
+
+
+def test_reserved_or_detaching_volume_is_cinders_400(api, compute):
+    reserved = api.create_volume(size=1)
+    assert api.reserve(reserved["id"]).status_code == 200
+    assert _message(_extend(api, reserved["id"], 2)) == (
+        "Invalid volume: Volume %s status must be '{'status': "
+        "'available'}' to extend, currently reserved." % reserved["id"])
+    detaching = api.create_volume(size=1)
+    api.attach(detaching["id"])
+    r = api.post("/volumes/%s/action" % detaching["id"],
+                 {"os-begin_detaching": None})
+    assert r.status_code == 202, r.text
+    assert _message(_extend(api, detaching["id"], 2)) == (
+        "Invalid volume: Volume %s status must be '{'status': "
+        "'available'}' to extend, currently detaching." % detaching["id"])
+    for vol, status in ((reserved, "reserved"), (detaching, "detaching")):
+        shown = api.volume(vol["id"])
+        assert (shown["size"], shown["status"]) == (1, status)
+    assert compute.requests == []
+
+
+def test_compute_api_down_leaves_the_volume_in_use_at_its_new_size(tmp_path):
+    down = "http://127.0.0.1:%d/v2.1" % free_port()
+    api = build_api(_conf(tmp_path, down))
+    vol = api.create_volume(size=1)
+    api.attach(vol["id"])
+    assert _extend(api, vol["id"], 2).status_code == 202
+    shown = api.volume(vol["id"])
+    assert (shown["size"], shown["status"]) == (2, "in-use")
+
+
+# -- the file backend: real files, a real storage daemon -----------------------
+
+def _virtual_size(path):
+    out = subprocess.run(["qemu-img", "info", "--output=json", "-f", "raw",
+                          path], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["virtual-size"]
+
+
+def test_file_extend_grows_the_image_and_in_use_is_refused(file_api,
+                                                           compute):
+    pytest.importorskip("qemu.qmp")
+    api = file_api
+    vol = api.create_volume(size=1)
+    path = os.path.join(api.volumes_dir, "volume-%s" % vol["id"])
+    assert _extend(api, vol["id"], 2).status_code == 202
+    assert _virtual_size(path) == 2 * GiB
+    assert api.volume(vol["id"])["size"] == 2
+    att = api.attach(vol["id"])
+    assert _message(_extend(api, vol["id"], 3)) == (
+        "Invalid volume: Volume %s is in-use and %s." % (
+            vol["id"], file_backend.FileBackend.ONLINE_EXTEND_REFUSED))
+    shown = api.volume(vol["id"])
+    assert (shown["size"], shown["status"]) == (2, "in-use")
+    assert _virtual_size(path) == 2 * GiB
+    assert compute.requests == []
+    # detach, extend, attach: the export serves the new size
+    assert api.delete("/attachments/%s" % att).status_code == 200
+    assert _extend(api, vol["id"], 3).status_code == 202
+    assert _virtual_size(path) == 3 * GiB
+
+
+def test_file_backend_failure_leaves_the_volume_as_it_was(file_api):
+    api = file_api
+    vol = api.create_volume(size=1)
+    os.unlink(os.path.join(api.volumes_dir, "volume-%s" % vol["id"]))
+    r = _extend(api, vol["id"], 2)
+    assert r.status_code == 503, r.text
+    assert "could not extend volume %s" % vol["id"] in r.text
+    shown = api.volume(vol["id"])
+    assert (shown["size"], shown["status"]) == (1, "available")
