@@ -5,7 +5,7 @@ The attach actions from before 3.27 (``os-reserve``, ``os-unreserve``,
 ``os-detach``, ``os-begin_detaching``, ``os-roll_detaching``), and the
 volume's own: read-only flag, bootable, extend, reset status, retype and
 migration (``os-migrate_volume_completion`` is the compute side's call
-back after a swap).  Status codes
+back after a swap), and ``os-force_detach`` (admin).  Status codes
 as Cinder's: 202, but 200 for os-initialize_connection (with its
 ``connection_info``), os-migrate_volume_completion (``save_volume_id``)
 and os-set_bootable.  ``os-reimage`` (3.68) re-images a volume, Nova's
@@ -43,6 +43,7 @@ class Action:
             "os-begin_detaching": self._begin_detaching,
             "os-roll_detaching": self._roll_detaching,
             "os-reset_status": self._reset_status,
+            "os-force_detach": self._force_detach,
             "os-retype": self._retype,
             "os-migrate_volume": self._migrate_volume,
             "os-migrate_volume_completion": self._migrate_volume_completion,
@@ -111,6 +112,13 @@ class Action:
         self.manager.volume_reset_status(
             context(req), volume_id, status=status,
             migration_status=args.get("migration_status"))
+
+    def _force_detach(self, req, volume_id, data):
+        validation.validate(schemas.force_detach, data)
+        args = data["os-force_detach"] or {}
+        self.manager.legacy.force_detach(
+            context(req), volume_id, attachment_id=args.get("attachment_id"),
+            connector=args.get("connector"))
 
     # -- retype and migration (volume_migration) -----------------------------
 
