@@ -5,6 +5,11 @@
     volattach-manage [--config-file F] service list  print every registered service
     volattach-manage [--config-file F] attachments reconcile [--dry-run] [--grace-seconds N]
                                                      one drift-repair pass (conductor/reconcile.py)
+    volattach-manage [--config-file F] volume_attachment show SERVER VOLUME
+    volattach-manage [--config-file F] volume_attachment get_connector
+    volattach-manage [--config-file F] volume_attachment refresh SERVER VOLUME --connector FILE
+                                                     one attachment, as nova-manage's
+                                                     (cmd/manage_attachments.py)
 
 Without a configuration file (no ``--config-file``, no
 ``/etc/volattach/volattach.conf``) it works on volattach-all's embedded
@@ -22,6 +27,7 @@ from oslo_log import log as logging
 
 from volattach import conf as volattach_conf
 from volattach import exception
+from volattach.cmd import manage_attachments
 
 LOG = logging.getLogger(__name__)
 
@@ -55,6 +61,7 @@ def _add_parsers(subparsers):
                                 "half-attached volumes before rolling them "
                                 "back; detaches left pending (they need the "
                                 "compute's unplug) are skipped")
+    manage_attachments.add_parsers(subparsers)
 
 
 def _volume_migration():
@@ -158,13 +165,18 @@ def attachments_reconcile(conf, out=sys.stdout, volume_api=None):
 
 COMMANDS = {("db", "sync"): db_sync, ("db", "version"): db_version,
             ("service", "list"): service_list,
-            ("attachments", "reconcile"): attachments_reconcile}
+            ("attachments", "reconcile"): attachments_reconcile,
+            ("volume_attachment", "show"): manage_attachments.show,
+            ("volume_attachment", "get_connector"):
+                manage_attachments.get_connector,
+            ("volume_attachment", "refresh"): manage_attachments.refresh}
 
 
 DESCRIPTION = (
     "Operate a volattach deployment: migrate its databases (db sync), show "
     "their schema revisions (db version), list its services (service list), "
-    "find and repair attachment drift (attachments reconcile). Without a "
+    "find and repair attachment drift (attachments reconcile), show or "
+    "refresh one attachment (volume_attachment). Without a "
     "configuration file it works on volattach-all's embedded defaults "
     "(~/.volattach, noauth).")
 
