@@ -6,13 +6,19 @@ import json
 import os
 import signal
 import subprocess
+import threading
 
 import pytest
 
 from tests.functional.volume.volume_testlib import (
-    INSTANCE_A, INSTANCE_B, USER1, ComputeStub, build_api, free_port,
+    INSTANCE_A, INSTANCE_B, USER1, Api, ComputeStub, build_api, free_port,
     make_conf)
+from volattach.volume import manager as manager_mod
+from volattach.volume import service
+from volattach.volume import wsgi
 from volattach.volume.backends import file as file_backend
+
+INSTANCE_C = "9a1e7c55-8a43-4c0e-9d7e-2b1f0c3d4e5f"
 
 GiB = 1024 ** 3
 
@@ -181,3 +187,61 @@ def test_file_backend_failure_leaves_the_volume_as_it_was(file_api):
     assert "could not extend volume %s" % vol["id"] in r.text
     shown = api.volume(vol["id"])
     assert (shown["size"], shown["status"]) == (1, "available")
+
+
+# -- races: what comes while the backend grows the volume ---------------------
+
+class GatedBackend:
+    """The volume's backend, stopping inside extend_volume until released
+    (a pause point; the fake backend does the rest)."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+    def extend_volume(self, volume, new_size, attached=False):
+        self.entered.set()
+        assert self.release.wait(30)
+        return self.backend.extend_volume(volume, new_size, attached)
+
+
+def test_attach_delete_and_detach_while_extending(tmp_path, compute):
+    conf = _conf(tmp_path, compute.url)
+    service.prepare(conf)
+    manager = manager_mod.VolumeManager(conf)
+    gate = GatedBackend(manager.backends.by_name["fake"])
+    manager.backends.by_name["fake"] = gate
+    api = Api(wsgi.make_app(conf, manager))
+    vol = api.create_volume(size=1, multiattach=True)
+    api.attach(vol["id"], INSTANCE_A)
+    b = api.attach(vol["id"], INSTANCE_B, host="compute-2")
+    answers = []
+    extend = threading.Thread(target=lambda: answers.append(
+        _extend(api, vol["id"], 2)))
+    extend.start()
+    try:
+        assert gate.entered.wait(30)
+        assert api.volume(vol["id"])["status"] == "extending"
+        # a new attachment, a delete, a begin-detaching: refused by status
+        assert api.reserve(vol["id"], INSTANCE_C).status_code == 400
+        assert api.delete("/volumes/%s" % vol["id"]).status_code == 400
+        r = api.post("/volumes/%s/action" % vol["id"],
+                     {"os-begin_detaching": None})
+        assert r.status_code == 400
+        # a detach (a server deleted meanwhile) goes through
+        assert api.delete("/attachments/%s" % b).status_code == 200
+        assert api.volume(vol["id"])["status"] == "extending"
+    finally:
+        gate.release.set()
+        extend.join(30)
+    assert answers[0].status_code == 202, answers[0].text
+    shown = api.volume(vol["id"])
+    assert (shown["size"], shown["status"]) == (2, "in-use")
+    assert compute.received.wait(30)
+    [(_, _, body)] = compute.requests
+    assert body["events"] == [{"name": "volume-extended",
+                               "server_uuid": INSTANCE_A, "tag": vol["id"]}]
