@@ -127,6 +127,34 @@ class VolumeExtend:
                            and a["attach_status"] == states.ATT_ATTACHED})
         return self.db.write(finish)
 
+    def recover(self):
+        """At the service's start: a volume of this service's backends left
+        ``extending`` by a process that died mid-extend gets the status its
+        attachments imply back, its size unchanged (the storage may have
+        grown: extending it again to the size wanted grows nothing more
+        and writes the size).  Returns their ids."""
+        mine = {self.manager.backend_host(name)
+                for name in self.manager.backends.names}
+
+        def recover(conn):
+            stuck = [v for v in db.volume_list(conn)
+                     if v["status"] == EXTENDING and (v.get("host") or "")
+                     .split("#", 1)[0] in mine]
+            for vol in stuck:
+                statuses = [a["attach_status"] for a in
+                            db.attachment_list(conn, volume_id=vol["id"])]
+                db.volume_update(conn, vol["id"], {
+                    "status": states.status_from_attachments(statuses)},
+                    [EXTENDING])
+            return [v["id"] for v in stuck]
+        recovered = self.db.write(recover)
+        for volume_id in recovered:
+            LOG.warning("Volume %s was left extending by a stopped volume "
+                        "service: its status follows its attachments "
+                        "again, its size is unchanged; extend it again",
+                        volume_id)
+        return recovered
+
     def _notify(self, volume_id, servers):
         try:
             self.events.volume_extended(volume_id, servers)

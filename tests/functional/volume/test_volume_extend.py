@@ -11,8 +11,8 @@ import threading
 import pytest
 
 from tests.functional.volume.volume_testlib import (
-    INSTANCE_A, INSTANCE_B, USER1, Api, ComputeStub, build_api, free_port,
-    make_conf)
+    ADMIN, INSTANCE_A, INSTANCE_B, USER1, Api, ComputeStub, build_api,
+    free_port, make_conf)
 from volattach.volume import manager as manager_mod
 from volattach.volume import service
 from volattach.volume import wsgi
@@ -245,3 +245,22 @@ def test_attach_delete_and_detach_while_extending(tmp_path, compute):
     [(_, _, body)] = compute.requests
     assert body["events"] == [{"name": "volume-extended",
                                "server_uuid": INSTANCE_A, "tag": vol["id"]}]
+
+
+def test_a_volume_left_extending_recovers_at_the_next_start(tmp_path,
+                                                            compute):
+    conf = _conf(tmp_path, compute.url)
+    api = build_api(conf)
+    attached = api.create_volume(size=1)
+    api.attach(attached["id"])
+    detached = api.create_volume(size=1)
+    for vol in (attached, detached):     # a service that died mid-extend
+        r = api.post("/volumes/%s/action" % vol["id"],
+                     {"os-reset_status": {"status": "extending"}},
+                     token=ADMIN)
+        assert r.status_code == 202, r.text
+    service.prepare(conf)                # the next start
+    for vol, status in ((attached, "in-use"), (detached, "available")):
+        shown = api.volume(vol["id"])
+        assert (shown["size"], shown["status"]) == (1, status)
+    assert _extend(api, detached["id"], 2).status_code == 202
