@@ -15,6 +15,9 @@ Delivery is best effort, as Cinder's: a compute API that does not answer
 line with its cause, and the volume stays in-use at its new size; the
 compute reads the size when it next plugs the volume (hard reboot,
 re-attach), so nothing is lost.
+
+``send(name, volume_id, servers, microversion)`` posts any event of a
+volume the same way (``volume-reimaged`` at 2.93 would fit).
 """
 from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
@@ -39,18 +42,24 @@ class ComputeEvents:
     def volume_extended(self, volume_id, server_ids):
         """Post ``volume-extended`` of ``volume_id`` for each server; True
         when the compute API took every event (code 200)."""
-        events = [{"name": VOLUME_EXTENDED, "server_uuid": server,
-                   "tag": volume_id} for server in server_ids]
+        return self.send(VOLUME_EXTENDED, volume_id, server_ids, API_VERSION)
+
+    def send(self, name, volume_id, server_ids, api_version):
+        """Post one event ``name`` (tag: ``volume_id``) per server at
+        compute microversion ``api_version``; True when the compute API
+        took every event.  Any failure is one WARNING line."""
+        events = [{"name": name, "server_uuid": server, "tag": volume_id}
+                  for server in server_ids]
         if not events:
             return True
         endpoint = compute_client.compute_endpoint(self.conf)
         url = "%s/os-server-external-events" % endpoint.rstrip("/")
-        what = ("volume-extended of volume %s for server(s) %s"
-                % (volume_id, ", ".join(server_ids)))
+        what = ("%s of volume %s for server(s) %s"
+                % (name, volume_id, ", ".join(server_ids)))
         try:
             resp = self.client.session.post(
                 url, json={"events": events}, raise_exc=False,
-                headers={"X-OpenStack-Nova-API-Version": API_VERSION},
+                headers={"X-OpenStack-Nova-API-Version": api_version},
                 timeout=self.conf.volume.compute_timeout)
         except ks_exc.ClientException as exc:
             LOG.warning("%s not delivered: the compute API at %s did not "
