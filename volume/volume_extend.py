@@ -35,6 +35,8 @@ from volattach.volume.db import api as db
 LOG = logging.getLogger(__name__)
 
 EXTENDING = "extending"
+# migration_status values of a volume that is not being migrated
+MIGRATION_IDLE = (None, "success", "error")
 
 
 def _scope(ctx):
@@ -70,6 +72,12 @@ class VolumeExtend:
             if new_size <= vol["size"]:
                 raise exception.InvalidInput(
                     reason=size_refused(vol["size"], new_size))
+            if vol.get("migration_status") not in MIGRATION_IDLE:
+                # the data moves to another volume that keeps the old size
+                raise exception.InvalidVolume(
+                    reason="Volume %s is being migrated (migration_status "
+                           "%s): extend it once the migration is done."
+                           % (volume_id, vol["migration_status"]))
             attached = attached_allowed and vol["status"] == states.IN_USE
             expected = states.IN_USE if attached else states.AVAILABLE
             if vol["status"] != expected:

@@ -264,3 +264,18 @@ def test_a_volume_left_extending_recovers_at_the_next_start(tmp_path,
         shown = api.volume(vol["id"])
         assert (shown["size"], shown["status"]) == (1, status)
     assert _extend(api, detached["id"], 2).status_code == 202
+
+
+@pytest.mark.parametrize("migration_status", ["migrating", "target:x"])
+def test_a_volume_being_migrated_is_not_extended(api, migration_status):
+    vol = api.create_volume(size=1)
+    api.attach(vol["id"])
+    r = api.post("/volumes/%s/action" % vol["id"], {"os-reset_status": {
+        "migration_status": migration_status}}, token=ADMIN)
+    assert r.status_code == 202, r.text
+    assert _message(_extend(api, vol["id"], 2)) == (
+        "Invalid volume: Volume %s is being migrated (migration_status %s): "
+        "extend it once the migration is done." % (vol["id"],
+                                                   migration_status))
+    shown = api.volume(vol["id"])
+    assert (shown["size"], shown["status"]) == (1, "in-use")
