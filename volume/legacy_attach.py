@@ -168,6 +168,17 @@ class LegacyAttach:
                 message="Error force detaching volume - %s: %s"
                 % (kind, message))
 
+        def settle(conn, volume):
+            # the status the attachments left imply, also from a status an
+            # admin set (error: the usual step before a force-detach), as
+            # Cinder's detach finishes; an extend in flight keeps its own
+            if volume["status"] == "extending":
+                return
+            statuses = [a["attach_status"] for a in
+                        db.attachment_list(conn, volume_id=volume_id)]
+            db.volume_update(conn, volume_id, {
+                "status": states.status_from_attachments(statuses)})
+
         def force(conn):
             volume = db.volume_get(conn, volume_id, for_update=True)
             attachments = db.attachment_list(conn, volume_id=volume_id)
@@ -194,7 +205,7 @@ class LegacyAttach:
                     "Invalid volume: Detach volume failed: More than one "
                     "attachment, but no attachment_id provided.")
             if not chosen:
-                db.volume_sync_status(conn, volume_id)
+                settle(conn, volume)
                 return None
             target = chosen[0]
             if target["attach_status"] in states.CONNECTED:
@@ -212,7 +223,7 @@ class LegacyAttach:
                                 "torn down: %s", target["id"], volume_id,
                                 exc)
             db.attachment_delete(conn, target["id"])
-            db.volume_sync_status(conn, volume_id)
+            settle(conn, volume)
             return target
 
         gone = self.db.write(force)

@@ -125,3 +125,17 @@ def test_force_detach_tears_down_the_file_backend_export(tmp_path):
                 os.kill(int(f.read().strip()), signal.SIGTERM)
         except (OSError, ValueError):
             pass
+
+
+def test_force_detach_of_a_volume_reset_to_error_makes_it_available(api):
+    """tempest's admin test_force_detach_volume: reset to error, then
+    force-detach the attachment: the volume is available again."""
+    vol = api.create_volume()
+    att = api.attach(vol["id"])
+    r = api.post("/volumes/%s/action" % vol["id"],
+                 {"os-reset_status": {"status": "error"}}, token=ADMIN)
+    assert r.status_code == 202, r.text
+    r = _force(api, vol["id"], {"connector": None, "attachment_id": att})
+    assert r.status_code == 202, r.text
+    assert _left(api, vol["id"]) == []
+    assert api.volume(vol["id"])["status"] == "available"
