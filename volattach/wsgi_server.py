@@ -8,12 +8,36 @@ neither.  The worker is always gthread, even with one thread: gunicorn's
 sync worker closes the connection after every response, and the compute API
 and the conductor make several calls per attachment to the volume service.
 
+gunicorn's own refusals (a control character in a header, a malformed
+request line) answer in the APIs' fault format (``write_json_error``, in
+place of gunicorn's HTML page), as ``volattach.embedded_server`` does.
+
 Everything that shares one process (``volattach-all``, the functional tests)
 serves with ``volattach.embedded_server`` instead.
 """
+import json
 import socket
 
 from gunicorn.app.base import BaseApplication
+from gunicorn import util as gunicorn_util
+
+
+def write_json_error(sock, status_int, reason, mesg):
+    """gunicorn's ``util.write_error``, answering a JSON fault body
+    (``{"badRequest": {"code": 400, "message": ...}}``)."""
+    from volattach.wsgi import faults
+    body = json.dumps(faults.fault_body(
+        status_int, " ".join(str(mesg).split()) or reason)).encode()
+    head = ("HTTP/1.1 %d %s\r\nConnection: close\r\n"
+            "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+            % (status_int, reason, len(body)))
+    gunicorn_util.write_nonblock(sock, head.encode("latin-1") + body)
+
+
+def use_json_errors():
+    """Make this process's gunicorn answer its refusals in JSON (the
+    workers fork from it and inherit it)."""
+    gunicorn_util.write_error = write_json_error
 
 
 class _Application(BaseApplication):
@@ -72,4 +96,5 @@ def run(app_uri, bind, workers=1, threads=1, timeout=120, keepalive=60,
         bind = "fd://%d" % bind.detach()
     options = gunicorn_options(bind, workers, threads, timeout, keepalive)
     options.update(extra or {})
+    use_json_errors()
     _Application(app_uri, options).run()

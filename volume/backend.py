@@ -129,6 +129,7 @@ def load_backend(conf, service_host):
             cluster_name=conf.rbd.rbd_cluster_name, user=conf.rbd.rbd_user,
             secret_uuid=conf.rbd.rbd_secret_uuid,
             readonly_user=conf.rbd.rbd_readonly_user,
+            attach_user=conf.rbd.rbd_attach_user,
             connect_timeout=conf.rbd.rados_connect_timeout)
     if conf.volume.backend == "iscsi":
         from volattach.volume.backends import tgt
@@ -196,6 +197,7 @@ def _make(kind, section, name, service_host, conf):
             cluster_name=sconf.rbd_cluster_name, user=sconf.rbd_user,
             secret_uuid=sconf.rbd_secret_uuid,
             readonly_user=sconf.rbd_readonly_user,
+            attach_user=sconf.rbd_attach_user,
             connect_timeout=sconf.rados_connect_timeout)
     if kind == "iscsi":
         from volattach.volume.backends import tgt
@@ -347,6 +349,14 @@ class BackendRouter:
             return None
         return getattr(backend, "ONLINE_EXTEND_REFUSED",
                        "its backend cannot extend an attached volume")
+
+    def retype(self, volume, multiattach):
+        """The backend updates what the volume's type decides on its
+        storage (rbd: the image features of multiattach); the others have
+        nothing to do."""
+        retype = getattr(self.backends.of_volume(volume), "retype", None)
+        if retype is not None:
+            retype(volume, multiattach)
 
     def check_connector(self, connector):
         if len(self.backends.by_name) == 1:

@@ -93,14 +93,40 @@ class Event:
         (event or cls(context, instance_uuid, name)).failure(error)
 
 
+def carries_key(info):
+    """Whether a connection hands the compute a key (an rbd ``keyring``:
+    the volume's own read-only Ceph user)."""
+    return bool(info) and bool(info.get("keyring"))
+
+
 def min_version_for(context, instance):
     """The compute service version a host needs for ``instance``'s volumes:
-    read-only ones need computes that honour attach_mode."""
+    read-only ones need computes that honour attach_mode, those whose
+    connection carries a key computes that take it."""
     from volattach.objects import service as service_obj
     bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)
-    if any(b.is_volume and b.attach_mode == "ro" for b in bdms):
+    ro = [b for b in bdms if b.is_volume and b.attach_mode == "ro"]
+    if any(carries_key(b.get_connection_info()) for b in ro):
+        return service_obj.RBD_KEYRING_SERVICE_VERSION
+    if ro:
         return service_obj.READ_ONLY_ATTACH_SERVICE_VERSION
     return None
+
+
+def check_compute_takes_key(context, host, info):
+    """ComputeTooOldForFeature (409) when ``info`` carries a key and
+    ``host``'s compute is older than the computes that take one (it would
+    look for a keyring file the volume service no longer writes)."""
+    from volattach.objects import service as service_obj
+    if not carries_key(info):
+        return
+    service = retry_transient(objects.Service.get_by_host_and_binary,
+                              context.elevated(), host, "volattach-compute")
+    if service is None or (service.version
+                           < service_obj.RBD_KEYRING_SERVICE_VERSION):
+        raise exception.ComputeTooOldForFeature(
+            host=host, feature="read-only rbd attachments (the volume's key "
+                               "in the connection)")
 
 
 def schedule(context, instance):

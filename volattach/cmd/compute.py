@@ -8,6 +8,7 @@ from volattach import rpc
 from volattach import conf as volattach_conf
 from volattach.compute import service as compute_service
 from volattach import service
+from volattach import startup
 
 LOG = logging.getLogger(__name__)
 
@@ -23,6 +24,10 @@ def main(argv=None):
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
                               description=DESCRIPTION)
     conf = volattach_conf.CONF
+    try:
+        startup.check_drivers(conf, volume=False)
+    except startup.StartupError as exc:
+        startup.fail("volattach-compute", exc)
     objects.register_all()
     rpc.init(conf)
     svc = compute_service.ComputeService(conf.compute.host)

@@ -7,6 +7,7 @@ from volattach import conf as volattach_conf
 from volattach import loopback_defaults
 from volattach.conductor import service as conductor_service
 from volattach import service
+from volattach import startup
 
 
 DESCRIPTION = (
@@ -20,11 +21,23 @@ def main(argv=None):
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
                               description=DESCRIPTION)
     conf = volattach_conf.CONF
+    try:
+        startup.check_sqlite_url(conf.database.connection,
+                                 "[database] connection")
+    except startup.StartupError as exc:
+        startup.fail("volattach-conductor", exc)
     loopback_defaults.check(conf, "volattach-conductor")
     objects.register_all()
     rpc.init(conf)
     svc = conductor_service.ConductorService()
-    svc.start()
+    from volattach.cmd import all as cmd_all
+    try:
+        with cmd_all._database("[database] connection",
+                               conf.database.connection):
+            svc.start()
+    except startup.StartupError as exc:
+        svc.stop()
+        startup.fail("volattach-conductor", exc)
     service.run_until_signalled([svc])
 
 

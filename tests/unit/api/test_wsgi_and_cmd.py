@@ -122,7 +122,8 @@ def test_bind_address_brackets_ipv6():
     assert cmd_api.bind_address(conf) == "[::1]:8774"
 
 
-def test_volattach_api_refuses_noauth_beyond_loopback(tmp_path, monkeypatch):
+def test_volattach_api_refuses_noauth_beyond_loopback(tmp_path, monkeypatch,
+                                                     capsys):
     config = tmp_path / "api.conf"
     config.write_text("[api]\nlisten = 0.0.0.0\nauth_strategy = noauth\n")
     calls = []
@@ -130,7 +131,8 @@ def test_volattach_api_refuses_noauth_beyond_loopback(tmp_path, monkeypatch):
                         lambda *a, **kw: calls.append((a, kw)))
     with pytest.raises(SystemExit) as exc:
         cmd_api.main(["--config-file", str(config)], conf=_private_conf())
-    assert "[DEFAULT] allow_insecure_noauth" in str(exc.value)
+    assert exc.value.code == 2      # a configuration error (volattach.startup)
+    assert "[DEFAULT] allow_insecure_noauth" in capsys.readouterr().err
     assert calls == []
 
 
