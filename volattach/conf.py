@@ -653,7 +653,8 @@ def parse_args(argv, default_config_files=None, conf=CONF, description=None):
     except startup.StartupError as exc:
         startup.fail(prog, exc)
     try:
-        logging.setup(conf, "volattach")
+        from volattach import log_setup
+        log_setup.setup(conf)
     except OSError as exc:
         startup.fail(prog, "--log-file/--log-dir: cannot open the log: %s"
                      % exc)

@@ -18,11 +18,14 @@ Cinder's attachment API returns it).  ``access_mode`` follows the
 attachment's ``attach_mode`` (``ro`` for a read-only attach or a read-only
 volume), so a read-only attach is read-only on the host too.
 """
+import logging
 import uuid
 
 from oslo_config import cfg
 
 from volattach import exception
+
+LOG = logging.getLogger(__name__)
 
 DRIVER_VOLUME_TYPE = "iscsi"
 TARGET_PORTAL_PORT = 3260
@@ -317,10 +320,17 @@ class Backends:
 class BackendRouter:
     """``manager.backend``: each per-volume call goes to the backend the
     volume lives on (its ``host``); connector checks are each backend's
-    own, made again when the connection is built."""
+    own, made again when the connection is built.  Each per-volume call
+    is logged at DEBUG (``backend <name> <call> <volume id>``)."""
 
     def __init__(self, backends):
         self.backends = backends
+
+    def _of(self, volume, call):
+        name = self.backends.name_of_volume(volume)
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug("backend %s %s %s", name, call, volume.get("id"))
+        return self.backends.by_name[name]
 
     @property
     def default(self):
@@ -332,10 +342,10 @@ class BackendRouter:
                    for _, b in self.backends)
 
     def create_volume(self, volume):
-        return self.backends.of_volume(volume).create_volume(volume)
+        return self._of(volume, "create_volume").create_volume(volume)
 
     def delete_volume(self, volume):
-        return self.backends.of_volume(volume).delete_volume(volume)
+        return self._of(volume, "delete_volume").delete_volume(volume)
 
     def extend_volume(self, volume, new_size, attached=False):
         return self.backends.of_volume(volume).extend_volume(
@@ -367,13 +377,13 @@ class BackendRouter:
 
     def initialize_connection(self, volume, attachment_id, connector,
                               attach_mode):
-        backend = self.backends.of_volume(volume)
+        backend = self._of(volume, "initialize_connection")
         backend.check_connector(connector)
         return backend.initialize_connection(volume, attachment_id,
                                              connector, attach_mode)
 
     def terminate_connection(self, volume, attachment, connector, **extra):
-        backend = self.backends.of_volume(volume)
+        backend = self._of(volume, "terminate_connection")
         if not getattr(backend, "needs_remaining", False):
             extra.pop("remaining", None)
         return backend.terminate_connection(volume, attachment, connector,

@@ -22,6 +22,11 @@ How a task records its steps (``TaskBase``):
   logged and the others still run.  A task extends ``rollback`` to record
   the failure (instance-action event, notification) after the undos.
 
+At DEBUG the task logs its story: its start and end, each recorded step
+(with its undo), the rollback and each undo it runs; the RPC and volume
+calls of the steps log themselves (``volattach.rpc``,
+``volume_client.cinder``).
+
 A restart of the database or of the volume service (or a request that one
 of them refused with 503 meanwhile) must not leave a workflow half done.
 Each has ONE retry layer, the one that knows what may be sent again:
@@ -187,13 +192,20 @@ class TaskBase:
         self.connectors = connectors
         self._undo = []
 
+    def _debug(self, text, *args):
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug("%s of %s: " + text, type(self).__name__,
+                      getattr(self.instance, "uuid", "-"), *args)
+
     def execute(self):
+        self._debug("start")
         try:
             result = self._execute()
         except Exception as error:
             with excutils.save_and_reraise_exception():
                 self.rollback(error)
         self._on_success()
+        self._debug("done")
         return result
 
     def _execute(self):
@@ -205,8 +217,11 @@ class TaskBase:
     def rollback(self, error):
         """Undo the recorded steps, newest first.  An undo that fails is
         logged and the others still run."""
+        self._debug("rolling back %d step(s) after %s: %s", len(self._undo),
+                    type(error).__name__, str(error).split("\n", 1)[0])
         while self._undo:
             step = self._undo.pop()
+            self._debug("rollback: %s", step.what)
             try:
                 step.undo()
             except Exception:
@@ -218,6 +233,7 @@ class TaskBase:
         """Record a completed step: ``undo(*args, **kwargs)`` undoes it."""
         step = Step(what, functools.partial(undo, *args, **kwargs))
         self._undo.append(step)
+        self._debug("step done (undo: %s)", what)
         return step
 
     @contextlib.contextmanager
@@ -229,13 +245,17 @@ class TaskBase:
         step = Step(what, functools.partial(undo, *args, **kwargs))
         try:
             yield step
-        except unknown:
+        except unknown as error:
             self._undo.append(step)
+            self._debug("step outcome unknown (%s) (undo: %s)",
+                        type(error).__name__, step.what)
             raise
         self._undo.append(step)
+        self._debug("step done (undo: %s)", step.what)
 
     def _commit_steps(self):
         """The steps so far are final: a later failure undoes none of them."""
+        self._debug("steps committed: no rollback past this point")
         self._undo.clear()
 
     # -- steps and undos several workflows share ---------------------------

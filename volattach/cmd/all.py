@@ -239,6 +239,7 @@ def main(argv=None):
     from volattach.volume import backend as volume_backend
     from volattach.volume.backends import file as file_backend
     from volattach.volume.backends import storage_daemons
+    from volattach import log_setup
     from volattach.wsgi import insecure
     try:
         lock = startup.StateLock(conf.state_path).acquire()
@@ -250,6 +251,10 @@ def main(argv=None):
         startup.fail("volattach-all", exc, status=startup.EXIT_IN_USE)
     except file_backend.ExportError as exc:
         startup.fail("volattach-all", exc)
+    log_setup.started("volattach-all", conf, [
+        "compute API http://%s:%s" % (conf.api.listen, conf.api.port),
+        "volume service http://%s:%s" % (conf.volume.listen,
+                                         conf.volume.port)])
     print("volattach-all: compute API http://%s:%s/v2.1  volume service "
           "http://%s:%s/v3  (token 'X-Auth-Token: <user>:<project>[:admin]')"
           % (conf.api.listen, conf.api.port, conf.volume.listen, conf.volume.port),
@@ -260,6 +265,7 @@ def main(argv=None):
     if conf.all.run_volume_service:
         for line in storage_daemons.stop_notes(conf):
             LOG.info(line)
+    log_setup.stopped("volattach-all")
     lock.release()
 
 

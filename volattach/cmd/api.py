@@ -51,7 +51,8 @@ def main(argv=None, conf=None):
     os.environ[api_wsgi.CONFIG_FILE_ENV] = ":".join(conf.config_file or [])
     wsgi_server.run(APP_URI, bind=sock, workers=conf.api.workers,
                     threads=conf.api.threads,
-                    keepalive=conf.wsgi.keepalive_timeout)
+                    keepalive=conf.wsgi.keepalive_timeout,
+                    name="volattach-api", conf=conf)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import time
 from volattach import objects
 from volattach import rpc
 from volattach import conf as volattach_conf
+from volattach import log_setup
 from volattach.compute import service as compute_service
 from volattach import service
 from volattach import startup
@@ -40,7 +41,9 @@ def main(argv=None):
             LOG.warning("registration through the conductor failed (%s); retrying",
                         error)
             time.sleep(2)
+    log_setup.started("volattach-compute", conf, [log_setup.rpc_address(conf)])
     service.run_until_signalled([svc])
+    log_setup.stopped("volattach-compute")
 
 
 if __name__ == "__main__":

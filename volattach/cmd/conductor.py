@@ -4,6 +4,7 @@ import sys
 from volattach import objects
 from volattach import rpc
 from volattach import conf as volattach_conf
+from volattach import log_setup
 from volattach import loopback_defaults
 from volattach.conductor import service as conductor_service
 from volattach import service
@@ -38,7 +39,10 @@ def main(argv=None):
     except startup.StartupError as exc:
         svc.stop()
         startup.fail("volattach-conductor", exc)
+    log_setup.started("volattach-conductor", conf,
+                      [log_setup.rpc_address(conf)])
     service.run_until_signalled([svc])
+    log_setup.stopped("volattach-conductor")
 
 
 if __name__ == "__main__":

@@ -176,7 +176,8 @@ def attachments_reconcile(conf, out=sys.stdout, volume_api=None):
     report = reconcile.reconcile(reconcile.admin_context(conf),
                                  volume_api, grace,
                                  dry_run=conf.category.dry_run,
-                                 compute_rpcapi=compute_rpcapi)
+                                 compute_rpcapi=compute_rpcapi,
+                                 log_summary=False)
     rows = [("Kind", "Volume", "Server", "Attachment", "Found", "Action",
              "Outcome")]
     for item in report.items:

@@ -66,7 +66,8 @@ def main(argv=None):
     try:
         wsgi_server.run("volattach.volume.wsgi:application", bind=sock,
                         workers=conf.volume.workers,
-                        keepalive=conf.wsgi.keepalive_timeout)
+                        keepalive=conf.wsgi.keepalive_timeout,
+                        name="volattach-volume", conf=conf)
     finally:
         if os.getpid() == master:     # not in a gunicorn worker's exit
             for line in storage_daemons.stop_notes(conf):

@@ -352,6 +352,8 @@ class StorageDaemon:
                 qmp.close()
 
     def command(self, cmd, /, **args):
+        """One QMP command (every one goes through here: logged at DEBUG
+        with its outcome)."""
         with self._lock:
             qmp = self._qmp or self._session()
             try:
@@ -360,7 +362,9 @@ class StorageDaemon:
                 if qmp is not self._qmp:
                     qmp.close()
         if "error" in reply:
+            LOG.debug("QMP %s: error %s", cmd, reply["error"].get("desc"))
             raise ExportError("%s: %s" % (cmd, reply["error"].get("desc")))
+        LOG.debug("QMP %s: ok", cmd)
         return reply.get("return")
 
     def stop(self):

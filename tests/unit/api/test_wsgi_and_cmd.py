@@ -104,14 +104,18 @@ def test_volattach_api_runs_gunicorn_with_the_config(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(wsgi_server, "run",
                         lambda *a, **kw: calls.append((a, kw)))
-    cmd_api.main(["--config-file", str(config)], conf=_private_conf())
+    conf = _private_conf()
+    cmd_api.main(["--config-file", str(config)], conf=conf)
     # gunicorn gets the socket bound before it starts (volattach.listen)
     [(args, kwargs)] = calls
     sock = kwargs.pop("bind")
     with sock:
         assert sock.getsockname()[0] == "0.0.0.0"
+    # the configuration whose files the start line names
+    assert kwargs.pop("conf") is conf
     assert (args, kwargs) == (("volattach.api.wsgi:application",),
-                              {"workers": 3, "threads": 2, "keepalive": 75.0})
+                              {"workers": 3, "threads": 2, "keepalive": 75.0,
+                               "name": "volattach-api"})
     assert os.environ[api_wsgi.CONFIG_FILE_ENV] == str(config)
 
 
