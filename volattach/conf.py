@@ -342,7 +342,13 @@ volume_opts = [
                     "for a wildcard listen). It authenticates with the "
                     "[cinder] service credentials when [volume] "
                     "auth_strategy is keystone, else with a noauth admin "
-                    "token."),
+                    "token.  The volume-extended events of an in-use "
+                    "extend go there too (POST "
+                    "/os-server-external-events)."),
+    cfg.FloatOpt("compute_timeout", default=30.0, min=0.1,
+                 help="Seconds the volume service waits for the compute "
+                      "API ([volume] compute_endpoint) to answer a call "
+                      "(a volume-extended event, a swap)."),
 ]
 
 libvirt_opts = [

@@ -63,6 +63,13 @@ class FakeISCSIBackend:
     def delete_volume(self, volume):
         pass
 
+    # no storage: an extend only records the size (attached or not)
+    online_extend = True
+
+    def extend_volume(self, volume, new_size, attached=False):
+        """Nothing to grow: the fake backend has no storage; the volume
+        row's size is all there is."""
+
     @staticmethod
     def check_connector(connector):
         """The connector if it can be used, else InvalidInput."""
@@ -339,6 +346,19 @@ class BackendRouter:
 
     def delete_volume(self, volume):
         return self._of(volume, "delete_volume").delete_volume(volume)
+
+    def extend_volume(self, volume, new_size, attached=False):
+        return self.backends.of_volume(volume).extend_volume(
+            volume, new_size, attached=attached)
+
+    def online_extend_refused(self, volume):
+        """Why the volume's backend cannot grow it while it is attached
+        (None when it can)."""
+        backend = self.backends.of_volume(volume)
+        if getattr(backend, "online_extend", False):
+            return None
+        return getattr(backend, "ONLINE_EXTEND_REFUSED",
+                       "its backend cannot extend an attached volume")
 
     def retype(self, volume, multiattach):
         """The backend updates what the volume's type decides on its

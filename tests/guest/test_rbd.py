@@ -486,3 +486,36 @@ def test_live_migration_defines_the_secrets_on_the_destination(rbd_hosts):
         for volume_id in made:
             volumes.delete_volume(volume_id)
             volumes.wait_for_volume_deleted(volume_id)
+
+
+def extend_then_replug(api, volumes, guest, volume_id):
+    """Extend the attached volume at 3.42 (202; in-use at the new size),
+    then hard-reboot the guest: whether or not the compute API took the
+    volume-extended event, the next plug gives the guest the new size
+    (the storage grew before the size was written)."""
+    since = len(guest.text())
+    code, body, _ = volumes.request(
+        "POST", volumes._path("/volumes/%s/action" % volume_id),
+        {"os-extend": {"new_size": 2}}, microversion="3.42")
+    assert code == 202, (code, body)
+    volumes.wait_for_volume_status(volume_id, "in-use")
+    assert volumes.show_volume(volume_id)[1]["volume"]["size"] == 2
+    code, body, _ = api.request("POST", "/servers/%s/action" % guest.id,
+                                {"reboot": {"type": "HARD"}})
+    assert code == 202, (code, body)
+    api.wait_for_server_status(guest.id, "ACTIVE", timeout=120)
+    # the new boot's listing (one the old boot printed may follow since)
+    boot = guest.wait_for("VA-INIT modules loaded", since=since,
+                          timeout=guest_env.BOOT_TIMEOUT)
+    _, size, _ = guest.wait_disk(volume_id, since=boot.end(), timeout=60)
+    assert size == 2 * 1024 ** 3
+
+
+def test_in_use_extend_reaches_the_guest_at_its_next_plug(
+        rbd_api, rbd_volumes, rbd_guests, rbd_deployment):
+    a, _ = rbd_guests
+    volume_id = _volume(rbd_volumes, rbd_deployment)
+    _, size, _ = _attach(rbd_api, rbd_volumes, a, volume_id, "rw")
+    assert size == 1024 ** 3
+    extend_then_replug(rbd_api, rbd_volumes, a, volume_id)
+    _detach(rbd_api, a, volume_id)

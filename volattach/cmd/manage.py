@@ -8,6 +8,11 @@
     volattach-manage [--config-file F] storage status  the file backend's qemu-storage-daemon
     volattach-manage [--config-file F] storage stop [--force]
                                                      stop it when it exports no volume
+    volattach-manage [--config-file F] volume_attachment show SERVER VOLUME
+    volattach-manage [--config-file F] volume_attachment get_connector
+    volattach-manage [--config-file F] volume_attachment refresh SERVER VOLUME --connector FILE
+                                                     one attachment, as nova-manage's
+                                                     (cmd/manage_attachments.py)
 
 Without a configuration file (no ``--config-file``, no
 ``/etc/volattach/volattach.conf``), or with the file volattach-all runs
@@ -27,6 +32,7 @@ from oslo_log import log as logging
 
 from volattach import conf as volattach_conf
 from volattach import exception
+from volattach.cmd import manage_attachments
 
 LOG = logging.getLogger(__name__)
 
@@ -72,6 +78,7 @@ def _add_parsers(subparsers):
                                 "half-attached volumes before rolling them "
                                 "back; detaches left pending (they need the "
                                 "compute's unplug) are skipped")
+    manage_attachments.add_parsers(subparsers)
 
 
 def _volume_migration():
@@ -258,14 +265,19 @@ COMMANDS = {("db", "sync"): db_sync, ("db", "version"): db_version,
             ("service", "list"): service_list,
             ("attachments", "reconcile"): attachments_reconcile,
             ("storage", "status"): storage_status,
-            ("storage", "stop"): storage_stop}
+            ("storage", "stop"): storage_stop,
+            ("volume_attachment", "show"): manage_attachments.show,
+            ("volume_attachment", "get_connector"):
+                manage_attachments.get_connector,
+            ("volume_attachment", "refresh"): manage_attachments.refresh}
 
 
 DESCRIPTION = (
     "Operate a volattach deployment: migrate its databases (db sync), show "
     "their schema revisions (db version), list its services (service list), "
     "find and repair attachment drift (attachments reconcile), show or stop "
-    "the file backend's storage daemon (storage status | stop). Without a "
+    "the file backend's storage daemon (storage status | stop), show or "
+    "refresh one attachment (volume_attachment). Without a "
     "configuration file, or with volattach-all's own (no transport_url, "
     "the volume service on loopback), it works on volattach-all's defaults "
     "(~/.volattach, noauth).")

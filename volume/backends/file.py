@@ -374,10 +374,29 @@ class StorageDaemon:
             pass
 
 
+def grow_file(path, size):
+    """Grow the raw image ``path`` to ``size`` bytes (sparse: a truncate,
+    what ``qemu-img resize -f raw`` does); a file already that large is
+    left alone, so that a repeated extend is harmless.  OSError (the file
+    is missing...) goes to the caller."""
+    if os.stat(path).st_size < size:
+        os.truncate(path, size)
+
+
 class FileBackend:
 
     shared_targets = False
     needs_remaining = True
+    # QEMU's NBD client fixes the export's size when it connects (7.2,
+    # measured: block_resize of the guest's NBD node answers "Cannot grow
+    # NBD nodes") and the storage daemon cannot resize an exported node
+    # ("Permission conflict on node ...: permissions 'resize' are ...
+    # unshared"); a detach, extend and attach gives the guest the size.
+    online_extend = False
+    ONLINE_EXTEND_REFUSED = (
+        "the file backend cannot extend an attached volume: QEMU's NBD "
+        "client fixes the size of the export when it connects (\"Cannot "
+        "grow NBD nodes\"); detach the volume, extend it, attach it again")
 
     def __init__(self, name, service_host, volumes_dir, export_host,
                  export_port, daemon=None, tls_dir=None,
@@ -414,6 +433,18 @@ class FileBackend:
             os.unlink(self.path(backing(volume)))
         except FileNotFoundError:
             pass
+
+    def extend_volume(self, volume, new_size, attached=False):
+        """Grow the volume's file to ``new_size`` GiB.  Only a detached
+        volume (the manager refuses an attached one: ``online_extend``);
+        an export left over by a crash would go on serving the old size to
+        the next attach, so it goes first."""
+        if attached:
+            raise exception.InvalidVolume(reason=self.ONLINE_EXTEND_REFUSED)
+        name = backing(volume)
+        for mode in ("rw", "ro"):
+            self.remove_export(name, mode)
+        grow_file(self.path(name), int(new_size) * GiB)
 
     def copy_volume(self, source, dest):
         """The data move of a migration or retype (sparse copy, both

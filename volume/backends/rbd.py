@@ -241,6 +241,20 @@ class RBDBackend:
                 raise
         return "%s@%s#%s" % (self.service_host, self.name, self.name)
 
+    # librbd resizes an image open elsewhere: its header changes and the
+    # watchers (QEMU's librbd) learn the new size
+    online_extend = True
+
+    def extend_volume(self, volume, new_size, attached=False):
+        """``rbd resize`` of the volume's image to ``new_size`` GiB (an
+        image already that large is left alone)."""
+        name = image_name(volume)
+        size = int(new_size) * GiB
+        with self._errors("resize of image %s" % name), self._ioctx() as io:
+            with self.rbd.Image(io, name) as image:
+                if image.size() < size:
+                    image.resize(size)
+
     def single_writer_features(self):
         """The features a multiattach retype drops and a retype back
         restores (journaling is never turned on by volattach)."""

@@ -434,6 +434,26 @@ def test_monitor_addresses_of_mon_host(mon_host, addresses):
     assert rbd_backend.mon_addresses(mon_host) == addresses
 
 
+def test_extend_resizes_the_image_even_while_it_is_open(backend, admin,
+                                                        bindings):
+    volume = _volume(size=1)
+    backend.create_volume(volume)
+    io, image = _image(admin, bindings, volume)     # another client's open
+    try:
+        assert backend.online_extend is True
+        backend.extend_volume(volume, 3, attached=True)
+        assert image.size() == 3 * 1024 ** 3       # the open image learns it
+        backend.extend_volume(volume, 2)            # never shrinks
+        assert image.size() == 3 * 1024 ** 3
+    finally:
+        image.close()
+        io.close()
+
+
+def test_extend_of_a_missing_image_is_service_unavailable(backend):
+    with pytest.raises(exception.ServiceUnavailable, match="resize"):
+        backend.extend_volume(_volume(), 2)
+
 class _FakeImage:
     def __init__(self, ids, name):
         self.image_id = ids[name]
