@@ -9,11 +9,12 @@ read-only disk ("can't resize empty or readonly disk", checked here with
 ("Image is read-only", QEMU 7.2), so that server's
 ``compute_extend_volume`` event fails and says why.
 
-The volume service of this tree cannot grow an in-use volume yet (volume
-API 3.42 is the extend work of issue 30), so the test grows the image
-itself (``rbd resize``) and the volume's record (SQL on the volume
-service's database), as an extend leaves them; the compute side is what
-is under test.  Needs the guest tier and a running Ceph (tools/start-ceph.sh).
+The first test grows the image itself (``rbd resize``) and the volume's
+record (SQL on the volume service's database), as an extend leaves them,
+and posts the event: the compute side is what is under test.  The last
+one runs the whole contract: os-extend at 3.42 on the in-use volume, the
+volume service's event, the guest's new size.  Needs the guest tier and a
+running Ceph (tools/start-ceph.sh).
 """
 import os
 import sqlite3
@@ -105,3 +106,24 @@ def test_a_guest_sees_its_rbd_volume_grow(rbd_api, rbd_volumes,
     assert event["result"] == "Error", event
     assert "attached read-only" in event["details"], event
     assert _size_in_guest(guest, dev_ro) == GiB
+
+
+def test_an_in_use_extend_grows_the_guests_disk_end_to_end(
+        rbd_api, rbd_volumes, rbd_deployment, image_id):
+    """The whole two-way contract: os-extend at 3.42 on an in-use rbd
+    volume of the volume service grows the image, the volume service
+    posts volume-extended to the compute API, the compute resizes the
+    disk, and the guest sees the new size without a detach or a reboot."""
+    _, image = image_id
+    guest, = guest_env.boot(rbd_api, rbd_deployment, image, ["grow-e2e"])
+    volume_id = _volume(rbd_volumes, rbd_deployment)
+    dev, size, _ = _attach(rbd_api, rbd_volumes, guest, volume_id, "rw")
+    assert size == GiB
+    code, body, _ = rbd_volumes.request(
+        "POST", rbd_volumes._path("/volumes/%s/action" % volume_id),
+        {"os-extend": {"new_size": 2}}, microversion="3.42")
+    assert code == 202, body
+    rbd_volumes.wait_for_volume_status(volume_id, "in-use")
+    assert rbd_volumes.show_volume(volume_id)[1]["volume"]["size"] == 2
+    clients._wait(lambda: _size_in_guest(guest, dev), lambda s: s == 2 * GiB,
+                  "the guest's %s to be 2 GiB" % dev, 60, 0.5)
