@@ -14,6 +14,7 @@ from volattach.api.handlers import keypairs
 from volattach.api.handlers import migrations
 from volattach.api.handlers import os_volumes
 from volattach.api.handlers import server_actions
+from volattach.api.handlers import server_groups
 from volattach.api.handlers import servers
 from volattach.api.handlers import services
 from volattach.api.handlers import versions
@@ -34,6 +35,10 @@ ROUTES = (
     (V21 + "/os-keypairs/{name}", keypairs.Keypairs, "item"),
     # os-migrations
     (V21 + "/os-migrations", migrations.Migrations, None),
+    # os-server-groups
+    (V21 + "/os-server-groups", server_groups.ServerGroups, None),
+    (V21 + "/os-server-groups/{group_id}", server_groups.ServerGroups,
+     "item"),
     # os-services
     (V21 + "/os-services", services.Services, None),
     # os-volumes: the deprecated volume proxy (below 2.36)

@@ -241,6 +241,9 @@ class ServerActionsAPI(base.FacadeBase):
                 raise exception.ComputeTooOldForFeature(host=host,
                                                         feature="live migration")
         self._check_state(instance, "live_migrate", SERVER_ACTIONS["live_migrate"][0])
+        if host is not None:
+            # a destination against the server group's hard policy: 400
+            self.check_group_destination(context, instance, host)
         if instance.host:
             source = objects.Service.get_by_host_and_binary(
                 context.elevated(), instance.host, "volattach-compute")

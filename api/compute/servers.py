@@ -154,8 +154,13 @@ class ServersAPI(base.FacadeBase):
                min_count=1, max_count=1, metadata=None, key_name=None,
                availability_zone=None, access_ip_v4=None, access_ip_v6=None,
                config_drive=None, description=None, supports_multiattach=False,
-               multiattach_multi_create=False, microversion=None, user_data=None):
+               multiattach_multi_create=False, microversion=None, user_data=None,
+               group=None):
+        """``group``: the uuid of the server group the servers join (the
+        ``group`` scheduler hint)."""
         flavor = objects.Flavor.get_by_flavor_id(context, flavor_ref)
+        if group is not None:
+            group = self.group_for_create(context, group)
         if availability_zone and availability_zone.split(":", 1)[0] not in (
                 "", DEFAULT_ZONE):
             # Nova's answer (400) for a zone that no compute is in
@@ -200,6 +205,8 @@ class ServersAPI(base.FacadeBase):
                     user_data=user_data)
                 instance.create()
                 instances.append(instance)
+                if group is not None:
+                    group.add_members([instance.uuid])
                 objects.InstanceAction.action_start(context, instance.uuid,
                                                     instance_action.CREATE)
                 mappings = [dict(b) for b in bdm_dicts]

@@ -33,6 +33,8 @@ EXPECTED_OBJECT_HASHES = {
     "InstanceActionEvent": "1.0-85b5c4bd0a9a974f4597e49bef48a94b",
     "InstanceActionEventList": "1.0-13d92fb953030cdbfee56481756e02be",
     "InstanceActionList": "1.0-4a53826625cc280e15fae64a575e0879",
+    "InstanceGroup": "1.0-f995e83646fd5ea98d6fb7c73c7f8cc4",
+    "InstanceGroupList": "1.0-f09b69b902f0bd6f21ae208f2213edd5",
     "InstanceList": "1.0-96f87b1dd0a285b85e61fcb9603909a6",
     "KeyPair": "1.0-cdb1c976432528b66a6b111f8cfef76c",
     "KeyPairList": "1.0-06de1564523f50d5df4a3f9af1c9ef55",
