@@ -7,6 +7,8 @@ when a suffix is given (``GET /servers/{server_id}`` is
 Nova's legacy ``/v2.1/{project_id}/...`` prefix (``api.common.RequestScope``
 takes the project id out and checks it against the caller's).
 """
+from volattach.api.handlers import aggregates
+from volattach.api.handlers import availability_zone
 from volattach.api.handlers import flavors
 from volattach.api.handlers import instance_actions
 from volattach.api.handlers import ips
@@ -30,6 +32,16 @@ ROUTES = (
     (V21 + "/flavors", flavors.Flavors, None),
     (V21 + "/flavors/detail", flavors.Flavors, "detail"),
     (V21 + "/flavors/{flavor_id}", flavors.Flavors, "item"),
+    # os-aggregates
+    (V21 + "/os-aggregates", aggregates.Aggregates, None),
+    (V21 + "/os-aggregates/{aggregate_id}", aggregates.Aggregates, "item"),
+    (V21 + "/os-aggregates/{aggregate_id}/action",
+     aggregates.AggregateAction, None),
+    # os-availability-zone
+    (V21 + "/os-availability-zone", availability_zone.AvailabilityZones,
+     None),
+    (V21 + "/os-availability-zone/detail",
+     availability_zone.AvailabilityZones, "detail"),
     # os-keypairs
     (V21 + "/os-keypairs", keypairs.Keypairs, None),
     (V21 + "/os-keypairs/{name}", keypairs.Keypairs, "item"),
@@ -41,6 +53,7 @@ ROUTES = (
      "item"),
     # os-services
     (V21 + "/os-services", services.Services, None),
+    (V21 + "/os-services/{service_id}", services.Services, "item"),
     # os-volumes: the deprecated volume proxy (below 2.36)
     (V21 + "/os-volumes", os_volumes.OsVolumes, None),
     (V21 + "/os-volumes/detail", os_volumes.OsVolumes, "detail"),

@@ -19,3 +19,4 @@ def register_all():
     __import__("volattach.objects.migrate_data")
     __import__("volattach.objects.notification")
     __import__("volattach.objects.instance_group")
+    __import__("volattach.objects.aggregate")

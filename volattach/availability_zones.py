@@ -17,6 +17,12 @@ def host_zones(hosts):
     return {h: zoned.get(h, DEFAULT_ZONE) for h in hosts}
 
 
+def zoned_hosts():
+    """host -> zone of every host in a zoned aggregate."""
+    from volattach.db import api as db_api
+    return db_api.aggregate_host_zones()
+
+
 def host_zone(host):
     """The zone of one compute host (None: no host)."""
     if not host:
@@ -31,3 +37,12 @@ def zone_exists(context, zone):
     computes = [s.host for s in objects.ServiceList.get_all(context)
                 if s.binary in COMPUTE_BINARIES]
     return zone in set(host_zones(computes).values())
+
+
+def service_zones(services):
+    """service -> its zone (a compute's host zone; ``internal`` for the
+    other services), as a list of (service, zone)."""
+    computes = [s.host for s in services if s.binary in COMPUTE_BINARIES]
+    zones = host_zones(computes)
+    return [(s, zones[s.host] if s.binary in COMPUTE_BINARIES
+             else INTERNAL_ZONE) for s in services]

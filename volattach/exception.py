@@ -332,21 +332,34 @@ class AggregateHostNotFound(NotFound):
     msg_fmt = "Aggregate %(aggregate_id)s has no host %(host)s."
 
 
-class InvalidAggregateAction(Invalid):
-    msg_fmt = ("Unacceptable parameters: Cannot perform action "
-               "'%(action)s' on aggregate %(aggregate_id)s. Reason: "
+class InvalidAggregateActionAdd(Conflict):
+    msg_fmt = ("Cannot add host to aggregate %(aggregate_id)s. Reason: "
                "%(reason)s.")
+
+
+class InvalidAggregateActionRemoveHost(Conflict):
+    msg_fmt = ("Cannot remove host from aggregate %(aggregate_id)s. Reason: "
+               "%(reason)s.")
+
+
+class InvalidAggregateActionDelete(Invalid):
+    msg_fmt = ("Cannot remove host from aggregate %(aggregate_id)s. Reason: "
+               "%(reason)s.")
+
+
+class InvalidAggregateActionUpdate(Invalid):
+    msg_fmt = "Cannot update aggregate %(aggregate_id)s. Reason: %(reason)s."
+
+
+class InvalidAggregateActionUpdateMeta(Invalid):
+    msg_fmt = ("Cannot update metadata of aggregate %(aggregate_id)s. "
+               "Reason: %(reason)s.")
 
 
 class NoValidHostRequest(Invalid):
     """NoValidHost where the API refuses the request itself (400): a live
     migration's named destination that breaks the server's group."""
     msg_fmt = "No valid host was found. %(reason)s"
-
-
-class InvalidAggregateActionConflict(Conflict):
-    """InvalidAggregateAction where Nova answers 409 (add_host)."""
-    msg_fmt = InvalidAggregateAction.msg_fmt
 
 
 # -- the caller's fault -------------------------------------------------------

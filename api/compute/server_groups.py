@@ -33,6 +33,12 @@ class ServerGroupsAPI(base.FacadeBase):
     def server_group_delete(self, context, group):
         group.destroy()
 
+    def server_group_ids(self, context, instance):
+        """The uuids of the groups ``instance`` is in (one at most)."""
+        group = objects.InstanceGroup.get_by_instance_uuid(context,
+                                                           instance.uuid)
+        return [group.uuid] if group is not None else []
+
     def group_for_create(self, context, group_uuid):
         """The group of a create's ``group`` hint: 400 when there is none
         the caller may use (Nova's InstanceGroupNotFound, a 400 there)."""

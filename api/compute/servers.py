@@ -8,6 +8,7 @@ from oslo_utils import strutils
 
 from volattach import objects
 from volattach.api.compute import base
+from volattach import availability_zones
 from volattach import device_naming
 from volattach.objects import block_device as block_device_obj
 from volattach.objects import instance as instance_obj
@@ -16,8 +17,6 @@ from volattach import exception
 from volattach import volume_release
 
 LOG = logging.getLogger(__name__)
-# the only availability zone (Nova's default_availability_zone)
-DEFAULT_ZONE = "nova"
 
 
 class ServersAPI(base.FacadeBase):
@@ -161,8 +160,8 @@ class ServersAPI(base.FacadeBase):
         flavor = objects.Flavor.get_by_flavor_id(context, flavor_ref)
         if group is not None:
             group = self.group_for_create(context, group)
-        if availability_zone and availability_zone.split(":", 1)[0] not in (
-                "", DEFAULT_ZONE):
+        zone = (availability_zone or "").split(":", 1)[0]
+        if zone and not availability_zones.zone_exists(context, zone):
             # Nova's answer (400) for a zone that no compute is in
             raise exception.InvalidRequest(
                 message="The requested availability zone is not available")
@@ -286,9 +285,8 @@ class ServersAPI(base.FacadeBase):
                             "Unpin first by setting pinned_availability_zone "
                             "to null.")
             return
-        # the only zone holds every compute; a server not placed yet is in
-        # none
-        current = DEFAULT_ZONE if instance.host else None
+        # a server not placed yet is in no zone
+        current = availability_zones.host_zone(instance.host)
         if zone != current:
             raise exception.Conflict(
                 message="Server can only be pinned to its current "

@@ -160,6 +160,8 @@ def test_multiattach_readers_spread_by_anti_affinity(api, admin_api, volumes,
     assert sorted(s[1] for s in settled) == ["compute1", "compute2",
                                              "compute3"]
     assert sorted(_show_group(api, group["id"])["members"]) == sorted(servers)
+    status, body, _ = api.show_server(servers[0], microversion="2.71")
+    assert body["server"]["server_groups"] == [group["id"]]
     volume = volumes.wait_for_volume_status(volume_id, "in-use")
     assert sorted(a["server_id"] for a in volume["attachments"]) == sorted(
         servers)

@@ -23,6 +23,8 @@ from volattach.objects import service as service_obj
 objects.register_all()
 
 EXPECTED_OBJECT_HASHES = {
+    "Aggregate": "1.0-5f22717d7d2712187caa579185ed7ce1",
+    "AggregateList": "1.0-4ee0d9efdfd681fed822da88376e04d2",
     "BlockDeviceMapping": "1.5-942b7cfcd998448fa5778c1af237376b",
     "BlockDeviceMappingList": "1.5-64d5855ad1329af83dcc52f711c28719",
     "BlockDevicePayload": "1.0-fc6c8394e1e7d035969d5a889342067d",
