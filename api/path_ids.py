@@ -49,6 +49,12 @@ NOT_FOUND = {
     "request_id": _action,
     "migration_id": _migration,
     "network_label": _network,
+    "group_id": lambda value, params, req: exception.InstanceGroupNotFound(
+        group_uuid=value),
+    "aggregate_id": lambda value, params, req: exception.AggregateNotFound(
+        aggregate_id=value),
+    "service_id": lambda value, params, req: exception.ServiceNotFound(
+        message="Service %s not found." % value),
 }
 
 
