@@ -53,6 +53,8 @@ NOT_FOUND = {
         group_uuid=value),
     "aggregate_id": lambda value, params, req: exception.AggregateNotFound(
         aggregate_id=value),
+    "tenant_id": lambda value, params, req: exception.NotFound(
+        message="Project %s has no usage." % value),
     "service_id": lambda value, params, req: exception.ServiceNotFound(
         message="Service %s not found." % value),
 }

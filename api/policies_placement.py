@@ -1,5 +1,5 @@
 """Policy defaults of where servers go (issue 34): server groups,
-aggregates, availability zones, hypervisors, usage, services' updates.
+aggregates, availability zones, usage, services' updates.
 Nova's rule names and check strings; ``api.policies.list_rules`` adds
 them to the rest."""
 from volattach.api import policies as p
@@ -7,7 +7,6 @@ from volattach.api import policies as p
 _SG = "os_compute_api:os-server-groups:%s"
 _AGG = "os_compute_api:os-aggregates:%s"
 _AGG_ACTION = "/os-aggregates/{aggregate_id}/action (%s)"
-_HV = "os_compute_api:os-hypervisors:%s"
 
 
 def rules():
@@ -51,21 +50,6 @@ def rules():
         p._rule("os_compute_api:os-availability-zone:detail", p.ADMIN,
                 "List detailed availability zone information with host "
                 "information", [("GET", "/os-availability-zone/detail")]),
-        p._rule(_HV % "list", p.ADMIN, "List all hypervisors.",
-                [("GET", "/os-hypervisors")]),
-        p._rule(_HV % "list-detail", p.ADMIN,
-                "List all hypervisors with details",
-                [("GET", "/os-hypervisors/details")]),
-        p._rule(_HV % "show", p.ADMIN, "Show details for a hypervisor.",
-                [("GET", "/os-hypervisors/{hypervisor_id}")]),
-        p._rule(_HV % "search", p.ADMIN, "Search hypervisor by "
-                "hypervisor_hostname pattern.",
-                [("GET", "/os-hypervisors/{hypervisor_hostname_pattern}"
-                         "/search")]),
-        p._rule(_HV % "servers", p.ADMIN, "List all servers on hypervisors "
-                "that can match the provided hypervisor_hostname pattern.",
-                [("GET", "/os-hypervisors/{hypervisor_hostname_pattern}"
-                         "/servers")]),
         p._rule("os_compute_api:os-simple-tenant-usage:show",
                 p.PROJECT_READER_OR_ADMIN,
                 "Show usage statistics for a specific tenant",

@@ -18,6 +18,7 @@ from volattach.api.handlers import os_volumes
 from volattach.api.handlers import server_actions
 from volattach.api.handlers import server_groups
 from volattach.api.handlers import servers
+from volattach.api.handlers import usage
 from volattach.api.handlers import services
 from volattach.api.handlers import versions
 from volattach.api.handlers import volume_attachments
@@ -54,6 +55,9 @@ ROUTES = (
     # os-services
     (V21 + "/os-services", services.Services, None),
     (V21 + "/os-services/{service_id}", services.Services, "item"),
+    # os-simple-tenant-usage
+    (V21 + "/os-simple-tenant-usage", usage.Usage, None),
+    (V21 + "/os-simple-tenant-usage/{tenant_id}", usage.Usage, "item"),
     # os-volumes: the deprecated volume proxy (below 2.36)
     (V21 + "/os-volumes", os_volumes.OsVolumes, None),
     (V21 + "/os-volumes/detail", os_volumes.OsVolumes, "detail"),

@@ -18,12 +18,14 @@ from volattach.api.compute.server_actions import ServerActionsAPI
 from volattach.api.compute.server_groups import ServerGroupsAPI
 from volattach.api.compute.service_updates import ServiceUpdatesAPI
 from volattach.api.compute.servers import ServersAPI
+from volattach.api.compute.usage import UsageAPI
 from volattach.api.compute.volume_attachments import VolumeAttachmentsAPI
 
 
 class API(ServersAPI, VolumeAttachmentsAPI, ServerActionsAPI,
           InstanceActionsAPI, FlavorsAPI, ServicesAPI, KeypairsAPI,
-          MigrationsAPI, ServerGroupsAPI, AggregatesAPI, ServiceUpdatesAPI):
+          MigrationsAPI, ServerGroupsAPI, AggregatesAPI, ServiceUpdatesAPI,
+          UsageAPI):
     """The whole facade (``API(volume_api=None, compute_task_api=None)``:
     the volume client and the conductor's task API by default)."""
 

@@ -2,7 +2,7 @@
 
 One module per resource (``services``, ``flavors``, ``instances``,
 ``block_devices``, ``instance_actions``, ``keypairs``, ``migrations``,
-``server_groups``, ``aggregates``); this
+``server_groups``, ``aggregates``, ``usage``); this
 package re-exports them all, so callers write
 ``db_api.instance_get_by_uuid``.  The objects layer (``objects/*.py``) is
 the main caller; the conductor's reconcile pass
@@ -27,13 +27,14 @@ from volattach.db.api.keypairs import *  # noqa: F401,F403
 from volattach.db.api.migrations import *  # noqa: F401,F403
 from volattach.db.api.server_groups import *  # noqa: F401,F403
 from volattach.db.api.services import *  # noqa: F401,F403
+from volattach.db.api.usage import *  # noqa: F401,F403
 from volattach.db.api import (aggregates, block_devices, flavors, instance_actions,
                               instances, keypairs, migrations, server_groups,
-                              services)
+                              services, usage)
 
 __all__ = [name for module in (aggregates, block_devices, flavors, instance_actions,
                                instances, keypairs, migrations, server_groups,
-                               services)
+                               services, usage)
            for name in dir(module)
            if not name.startswith("_") and callable(getattr(module, name))
            and getattr(getattr(module, name), "__module__", None) == module.__name__]

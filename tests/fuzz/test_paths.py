@@ -37,6 +37,7 @@ ID_ROUTES = [
      {"add_host": {"host": "compute1"}}),
     ("compute", "PUT", "/os-services/{id}", {"status": "enabled"}),
     ("compute", "DELETE", "/os-services/{id}", None),
+    ("compute", "GET", "/os-simple-tenant-usage/{id}", None),
     ("volume", "GET", "/volumes/{id}", None),
     ("volume", "PUT", "/volumes/{id}", {"volume": {"name": "x"}}),
     ("volume", "POST", "/volumes/{id}/action", {"os-reserve": None}),
@@ -131,12 +132,15 @@ LISTS = [("compute", "/servers"), ("compute", "/servers/detail"),
          ("compute", "/os-server-groups"), ("compute", "/os-aggregates"),
          ("compute", "/os-availability-zone"),
          ("compute", "/os-availability-zone/detail"),
+         ("compute", "/os-simple-tenant-usage"),
+         ("compute", "/os-simple-tenant-usage/demo"),
          ("volume", "/volumes/detail"), ("volume", "/attachments"),
          ("volume", "/types")]
 QUERY_KEYS = ["name", "marker", "limit", "sort", "sort_key", "sort_dir",
               "status", "host", "binary", "flavor", "image", "minDisk",
               "minRam", "changes-since", "metadata", "reservation_id",
-              "instance_uuid", "migration_type", "all_tenants", "offset"]
+              "instance_uuid", "migration_type", "all_tenants", "offset",
+              "start", "end", "all_projects"]
 
 
 @pytest.mark.timeout(600)
