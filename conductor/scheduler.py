@@ -85,11 +85,12 @@ def _choose(group, hosts, counts, occupied, uuids):
 
 
 def place_group_members(context, group, instances, availability_zone=None,
-                        min_service_version=None, image_ref=None):
+                        min_service_version=None, image_ref=None,
+                        task_state="scheduling"):
     """Hosts for ``instances`` (servers of one request, members of
-    ``group``, still scheduling), recorded in their rows: ``{uuid: host}``
-    (a server deleted meanwhile is left out).  NoValidHost when the hosts
-    cannot take all of them: none is placed."""
+    ``group``, in ``task_state``), recorded in their rows:
+    ``{uuid: host}`` (a server deleted or changed meanwhile is left out).
+    NoValidHost when the hosts cannot take all of them: none is placed."""
     hosts = candidates(context, availability_zone, min_service_version,
                        image_ref=image_ref)
     counts = _counts(hosts)
@@ -101,7 +102,8 @@ def place_group_members(context, group, instances, availability_zone=None,
         return _choose(fresh, hosts, counts, occupied, uuids)
 
     from volattach.db import api as db_api
-    return db_api.instance_group_place(group.uuid, choose)
+    return db_api.instance_group_place(group.uuid, choose,
+                                       task_state=task_state)
 
 
 def select_destination_in_group(context, group, instance, host=None,

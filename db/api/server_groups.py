@@ -132,15 +132,16 @@ def instance_group_members_delete(instance_uuid, conn):
         MEMBERS.c.instance_uuid == instance_uuid))
 
 
-def instance_group_place(group_uuid, choose, moving=False, migration_id=None):
+def instance_group_place(group_uuid, choose, moving=False, migration_id=None,
+                         task_state="scheduling"):
     """Place servers of a group under the group's lock.
 
     ``choose(group, member_hosts)`` gets the group and the hosts its
     servers occupy (``{instance_uuid: host}``: placed members, and a
     member live-migrating counted at its destination too, as
     ``(uuid, "migration")``) and returns ``{instance_uuid: host}``; those
-    servers get that host (only while still scheduling: a server deleted
-    meanwhile is left out of the answer), or, ``moving`` (a live
+    servers get that host (only while in ``task_state``: a server deleted
+    or changed meanwhile is left out of the answer), or, ``moving`` (a live
     migration), its record ``migration_id`` (when there is one) gets that
     destination ("preparing").  Returns what was
     recorded.  Exceptions of ``choose`` (NoValidHost) roll back."""
@@ -183,7 +184,7 @@ def instance_group_place(group_uuid, choose, moving=False, migration_id=None):
                 update(c.INSTANCES)
                 .where(c.INSTANCES.c.uuid == uuid,
                        c.INSTANCES.c.deleted == 0,
-                       c.INSTANCES.c.task_state == "scheduling")
+                       c.INSTANCES.c.task_state == task_state)
                 .values(host=host, node=host)).rowcount
             if done:
                 recorded[uuid] = host

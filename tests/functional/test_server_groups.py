@@ -232,3 +232,31 @@ def test_concurrent_creates_never_break_anti_affinity(api, admin_api):
                                             "compute3"], settled
     assert [s for s in settled if s[0] != "ACTIVE"] == [
         ("ERROR", None, NO_VALID_HOST)] * 5
+
+
+def test_unshelve_of_a_member_keeps_the_policy(api, admin_api):
+    """An offloaded member comes back on a host its anti-affinity group
+    leaves free, not on the least loaded one."""
+    group = _group(api)
+    first, second = _create(api, group["id"], 2, name="shelf")
+    hosts = {s: _settle(admin_api, s)[1] for s in (first, second)}
+    status, body, _ = api.request("POST", "/servers/%s/action" % first,
+                                  {"shelve": None}, microversion="2.37")
+    assert status == 202, body
+    api.wait_for_server_status(first, "SHELVED_OFFLOADED", timeout=30)
+    third = _create(api, group["id"], 1, name="shelf-third")[0]
+    hosts[third] = _settle(admin_api, third)[1]
+    # the host the group leaves free is the busiest: the least loaded one
+    # would break the policy
+    free = ({"compute1", "compute2", "compute3"}
+            - {hosts[second], hosts[third]}).pop()
+    for n in range(3):
+        status, body, _ = admin_api.create_server(
+            name="busy-%d" % n, microversion="2.37",
+            availability_zone="nova:%s" % free)
+        assert status == 202, body
+        assert _settle(admin_api, body["server"]["id"])[1] == free
+    status, body, _ = api.request("POST", "/servers/%s/action" % first,
+                                  {"unshelve": None}, microversion="2.37")
+    assert status == 202, body
+    assert _settle(admin_api, first)[:2] == ("ACTIVE", free)
