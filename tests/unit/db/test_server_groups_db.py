@@ -62,7 +62,7 @@ def test_upgrade_keeps_servers_and_services_and_groups_work(database_at_0009):
     url = database_at_0009
     servers, services = _rows(url, "instances"), _rows(url, "services")
 
-    migration.db_sync(url)
+    migration.db_sync(url, revision="0011")
 
     assert migration.db_version(url) == "0011"
     assert _rows(url, "instances") == servers
