@@ -7,7 +7,7 @@ The ``binary`` filter also takes Nova's names of the daemons
 (``nova-compute``, ``nova-conductor``), which tempest's host pickers,
 openstackclient's ``--service`` and hypervisor counts use: it then lists
 the services registered under either name, so computes of every release
-are found while they are rolled.
+are found while they are rolled, shown under the name asked for.
 """
 from volattach.api import common
 from volattach.api import policy
@@ -47,7 +47,13 @@ class Services(common.Resource):
                     if svc.binary not in API_BINARIES
                     and (not binaries or svc.binary in binaries)]
         zones = self.compute.service_zones([svc for svc, _ in services])
-        common.send(resp, view.index(req, services, zones))
+        body = view.index(req, services, zones)
+        if binaries:
+            # listed by Nova's name of the daemon: shown under that name
+            # (tempest's and openstackclient's filters compare it)
+            for shown in body["services"]:
+                shown["binary"] = binary
+        common.send(resp, body)
 
     def on_put_item(self, req, resp, service_id):
         ctx = req.context.ctx
