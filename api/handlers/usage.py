@@ -66,6 +66,9 @@ class Usage(common.Resource):
         return self.conf.api.max_limit, None
 
     def on_get(self, req, resp):
+        if req.env.get("PATH_INFO", "").endswith("/"):
+            # a show of an empty project id, not the list: 404, as Nova
+            raise exception.NotFound(message="The resource could not be found.")
         ctx = req.context.ctx
         mv = req.context.microversion
         query = validation.validate_query(mv, schemas.INDEX_QUERY,

@@ -74,7 +74,8 @@ def test_usage_of_a_project(api, admin_api):
     assert status == 200, body
     assert body["tenant_usage"]["server_usages"][0]["instance_id"] != first[
         0]["instance_id"]
-    # bad input
+    # bad input; an empty project id is no project (Nova's 404)
+    assert admin_api.request("GET", "/os-simple-tenant-usage/")[0] == 404
     for params in ({"start": "yesterday"}, {"start": end, "end": start},
                    {"start": start, "end": end, "marker": "nope"}):
         status, body, _ = api.request("GET", "/os-simple-tenant-usage/demo",
