@@ -441,6 +441,9 @@ class VolumeManager:
             conn, attachment["id"], connector,
             known_empty=attachment["attach_status"] == states.ATT_RESERVED)
         mountpoint = connector.get("mountpoint")
+        # a key in the connection (rbd's read-only users) goes to the
+        # caller only, never into the database
+        keyring = info.pop("keyring", None)
         written = db.attachment_update(conn, attachment["id"], {
             "attach_status": (states.ATT_ATTACHED
                               if attachment["attach_status"]
@@ -452,6 +455,9 @@ class VolumeManager:
             "connection_info": info,
             "attach_time": db.utcnow(),
         })
+        if keyring is not None:
+            written["connection_info"] = dict(written["connection_info"],
+                                              keyring=keyring)
         return dict(attachment, **written)
 
     def attachment_create(self, ctx, volume_id, instance_uuid=None,

@@ -136,7 +136,8 @@ def test_conductor_task_versions_agree():
                                               (5, "1.4"), (6, "1.5"),
                                               (7, "1.6"), (8, "1.7"), (9, "1.8"),
                                               (10, "1.9"), (11, "1.9"),
-                                              (12, "1.10"),
+                                              (12, "1.10"), (13, "1.10"),
+                                              (14, "1.10"),
                                               (99, compute_rpcapi.ComputeAPI.VERSION)])
 def test_compute_rpc_for_service_version(version, expected):
     assert service_obj.compute_rpc_for_service_version(version) == expected
