@@ -58,7 +58,9 @@ class AvailabilityZones(common.Resource):
                 service.binary] = {
                     "available": servicegroup.is_up(service),
                     "active": not service.disabled,
-                    "updated_at": common_time(service.updated_at)}
+                    # the last heartbeat, as the services list shows it
+                    "updated_at": common_time(service.last_seen_up
+                                              or service.updated_at)}
         info = ([_entry(z, True, hosts.get(z, {})) for z in available]
                 + [_entry(z, False) for z in unavailable])
         common.send(resp, {"availabilityZoneInfo": info})
