@@ -41,8 +41,10 @@ def candidates(context, availability_zone=None, min_service_version=None,
     if availability_zone:
         zone, _, forced = availability_zone.partition(":")
         if forced:
+            # a forced host ("zone:host", admins) goes past the zone, as
+            # Nova's forced hosts go past its filters
             hosts = [h for h in hosts if h == forced]
-        if zone:
+        elif zone:
             zones = availability_zones.host_zones(hosts)
             hosts = [h for h in hosts if zones[h] == zone]
     return hosts

@@ -199,6 +199,10 @@ def test_zones_boot_and_unshelve(admin_api, api):
     core = body["server"]["id"]
     host, zone = _host_of(admin_api, core)
     assert host != "compute3" and zone == "nova"
+    # an admin's forced host goes past the zone named with it (Nova)
+    status, body = _boot(admin_api, "forced", availability_zone="nova:compute3")
+    assert status == 202, body
+    assert _host_of(admin_api, body["server"]["id"]) == ("compute3", "edge-az")
     status, body = _boot(api, "nowhere", availability_zone="no-such-az")
     assert status == 400, body
     assert body["badRequest"]["message"] == (
