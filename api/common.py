@@ -27,7 +27,9 @@ class RequestScope:
     ``req.context.microversion``: the negotiated ``Version``;
     ``req.context.base_url``: where links point (``[api] public_endpoint``
     or the request's own URL root);
-    ``req.context.url_project_id``: the project id of a legacy URL, or None.
+    ``req.context.url_project_id``: the project id of a legacy URL, or None;
+    ``req.context.compute``: the compute facade of the resource (the
+    server views read the hosts' zones and a server's group through it).
     """
 
     def __init__(self, conf):
@@ -41,6 +43,7 @@ class RequestScope:
         req.context.url_project_id = None
 
     def process_resource(self, req, resp, resource, params):
+        req.context.compute = getattr(resource, "compute", None)
         project_id = params.pop("project_id", None)
         if project_id is None:
             return

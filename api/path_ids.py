@@ -49,6 +49,14 @@ NOT_FOUND = {
     "request_id": _action,
     "migration_id": _migration,
     "network_label": _network,
+    "group_id": lambda value, params, req: exception.InstanceGroupNotFound(
+        group_uuid=value),
+    "aggregate_id": lambda value, params, req: exception.AggregateNotFound(
+        aggregate_id=value),
+    "tenant_id": lambda value, params, req: exception.NotFound(
+        message="Project %s has no usage." % value),
+    "service_id": lambda value, params, req: exception.ServiceNotFound(
+        message="Service %s not found." % value),
 }
 
 

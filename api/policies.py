@@ -224,4 +224,5 @@ _RULES = [
 
 
 def list_rules():
-    return _BASE + _RULES
+    from volattach.api import policies_placement
+    return _BASE + _RULES + policies_placement.rules()

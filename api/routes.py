@@ -7,6 +7,8 @@ when a suffix is given (``GET /servers/{server_id}`` is
 Nova's legacy ``/v2.1/{project_id}/...`` prefix (``api.common.RequestScope``
 takes the project id out and checks it against the caller's).
 """
+from volattach.api.handlers import aggregates
+from volattach.api.handlers import availability_zone
 from volattach.api.handlers import flavors
 from volattach.api.handlers import instance_actions
 from volattach.api.handlers import ips
@@ -15,7 +17,9 @@ from volattach.api.handlers import migrations
 from volattach.api.handlers import os_volumes
 from volattach.api.handlers import server_actions
 from volattach.api.handlers import server_external_events
+from volattach.api.handlers import server_groups
 from volattach.api.handlers import servers
+from volattach.api.handlers import usage
 from volattach.api.handlers import services
 from volattach.api.handlers import versions
 from volattach.api.handlers import volume_attachments
@@ -30,13 +34,31 @@ ROUTES = (
     (V21 + "/flavors", flavors.Flavors, None),
     (V21 + "/flavors/detail", flavors.Flavors, "detail"),
     (V21 + "/flavors/{flavor_id}", flavors.Flavors, "item"),
+    # os-aggregates
+    (V21 + "/os-aggregates", aggregates.Aggregates, None),
+    (V21 + "/os-aggregates/{aggregate_id}", aggregates.Aggregates, "item"),
+    (V21 + "/os-aggregates/{aggregate_id}/action",
+     aggregates.AggregateAction, None),
+    # os-availability-zone
+    (V21 + "/os-availability-zone", availability_zone.AvailabilityZones,
+     None),
+    (V21 + "/os-availability-zone/detail",
+     availability_zone.AvailabilityZones, "detail"),
     # os-keypairs
     (V21 + "/os-keypairs", keypairs.Keypairs, None),
     (V21 + "/os-keypairs/{name}", keypairs.Keypairs, "item"),
     # os-migrations
     (V21 + "/os-migrations", migrations.Migrations, None),
+    # os-server-groups
+    (V21 + "/os-server-groups", server_groups.ServerGroups, None),
+    (V21 + "/os-server-groups/{group_id}", server_groups.ServerGroups,
+     "item"),
     # os-services
     (V21 + "/os-services", services.Services, None),
+    (V21 + "/os-services/{service_id}", services.Services, "item"),
+    # os-simple-tenant-usage
+    (V21 + "/os-simple-tenant-usage", usage.Usage, None),
+    (V21 + "/os-simple-tenant-usage/{tenant_id}", usage.Usage, "item"),
     # os-volumes: the deprecated volume proxy (below 2.36)
     (V21 + "/os-volumes", os_volumes.OsVolumes, None),
     (V21 + "/os-volumes/detail", os_volumes.OsVolumes, "detail"),

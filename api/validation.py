@@ -129,6 +129,21 @@ def _name(instance):
     raise InvalidName(NAME_REASON)
 
 
+AZ_NAME_REASON = ("printable characters except :.Can not start or end with "
+                  "whitespace.")
+
+
+@FORMAT_CHECKER.checks("az_name", raises=InvalidName)
+def _az_name(instance):
+    """Nova's availability zone names: a name without ``:``."""
+    if (isinstance(instance, str) and ":" not in instance
+            and all(_printable(c) for c in instance)
+            and (not instance or (_visible(instance[0])
+                                  and _visible(instance[-1])))):
+        return True
+    raise InvalidName(AZ_NAME_REASON)
+
+
 def _number_from_str(value):
     if isinstance(value, bool):
         return None

@@ -106,9 +106,18 @@ class ComputeTaskManager:
             new_attachment_id, **self._collaborators()))
 
     def build_instances(self, context, instances):
+        """Build the servers of one request; members of a server group are
+        placed together first (``build.place_group_members``)."""
+        try:
+            placements = build.place_group_members(context, instances)
+        except Exception as error:
+            # never scheduled one by one, outside the group's policy
+            LOG.exception("placing the servers of a group failed")
+            placements = {i.uuid: error for i in instances}
         for instance in instances:
-            base.execute_cast(build.BuildTask(context, instance,
-                                              **self._collaborators()))
+            base.execute_cast(build.BuildTask(
+                context, instance, placement=placements.get(instance.uuid),
+                **self._collaborators()))
 
     def stop_instance(self, context, instance):
         self._power_action(context, instance, "stop")

@@ -244,3 +244,83 @@ class Migration(TimestampMixin, Base):
     user_id: Mapped[str | None] = mapped_column(String(255))
     project_id: Mapped[str | None] = mapped_column(String(255))
     deleted: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class InstanceGroup(TimestampMixin, Base):
+    """A server group (os-server-groups): a policy (affinity,
+    anti-affinity, soft-affinity, soft-anti-affinity) and its rules (JSON:
+    ``max_server_per_host``), per project."""
+    __tablename__ = "instance_groups"
+    __table_args__ = (
+        UniqueConstraint("uuid", name="uniq_instance_groups0uuid"),
+        Index("instance_groups_project_id_idx", "project_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36))
+    name: Mapped[str | None] = mapped_column(String(255))
+    project_id: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[str] = mapped_column(String(255))
+    policy: Mapped[str] = mapped_column(String(255))
+    rules: Mapped[str | None] = mapped_column(Text)
+
+
+class InstanceGroupMember(Base):
+    """A server created into a group; gone with the group (CASCADE) or the
+    server's row (``instance_destroy``)."""
+    __tablename__ = "instance_group_members"
+    __table_args__ = (
+        UniqueConstraint("group_id", "instance_uuid",
+                         name="uniq_instance_group_members0group0instance"),
+        Index("instance_group_members_instance_uuid_idx", "instance_uuid"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    group_id: Mapped[int] = mapped_column(
+        ForeignKey("instance_groups.id", ondelete="CASCADE"))
+    instance_uuid: Mapped[str] = mapped_column(String(36))
+    created_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, default=utcnow)
+
+
+class Aggregate(TimestampMixin, Base):
+    """A host aggregate (os-aggregates); its ``availability_zone`` metadata
+    is the zone of its hosts."""
+    __tablename__ = "aggregates"
+    __table_args__ = (
+        UniqueConstraint("uuid", name="uniq_aggregates0uuid"),
+        UniqueConstraint("name", name="uniq_aggregates0name"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36))
+    name: Mapped[str] = mapped_column(String(255))
+
+
+class AggregateHost(Base):
+    __tablename__ = "aggregate_hosts"
+    __table_args__ = (
+        UniqueConstraint("host", "aggregate_id",
+                         name="uniq_aggregate_hosts0host0aggregate_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    aggregate_id: Mapped[int] = mapped_column(
+        ForeignKey("aggregates.id", ondelete="CASCADE"))
+    host: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, default=utcnow)
+
+
+class AggregateMetadata(Base):
+    __tablename__ = "aggregate_metadata"
+    __table_args__ = (
+        UniqueConstraint("aggregate_id", "key",
+                         name="uniq_aggregate_metadata0aggregate_id0key"),
+        Index("aggregate_metadata_key_idx", "key"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    aggregate_id: Mapped[int] = mapped_column(
+        ForeignKey("aggregates.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(255))
+    value: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, default=utcnow)

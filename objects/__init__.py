@@ -19,3 +19,5 @@ def register_all():
     __import__("volattach.objects.migrate_data")
     __import__("volattach.objects.notification")
     __import__("volattach.objects.external_event")
+    __import__("volattach.objects.instance_group")
+    __import__("volattach.objects.aggregate")

@@ -314,6 +314,59 @@ class MarkerNotFound(Invalid):
     msg_fmt = "Marker %(marker)s could not be found."
 
 
+
+# -- server groups, aggregates (issue 34) --------------------------------------
+
+class InstanceGroupNotFound(NotFound):
+    msg_fmt = "Instance group %(group_uuid)s could not be found."
+
+
+class AggregateNotFound(NotFound):
+    msg_fmt = "Aggregate %(aggregate_id)s could not be found."
+
+
+class AggregateNameExists(Conflict):
+    msg_fmt = "Aggregate %(aggregate_name)s already exists."
+
+
+class AggregateHostExists(Conflict):
+    msg_fmt = "Aggregate %(aggregate_id)s already has host %(host)s."
+
+
+class AggregateHostNotFound(NotFound):
+    msg_fmt = "Aggregate %(aggregate_id)s has no host %(host)s."
+
+
+class InvalidAggregateActionAdd(Conflict):
+    msg_fmt = ("Cannot add host to aggregate %(aggregate_id)s. Reason: "
+               "%(reason)s.")
+
+
+class InvalidAggregateActionRemoveHost(Conflict):
+    msg_fmt = ("Cannot remove host from aggregate %(aggregate_id)s. Reason: "
+               "%(reason)s.")
+
+
+class InvalidAggregateActionDelete(Invalid):
+    msg_fmt = ("Cannot remove host from aggregate %(aggregate_id)s. Reason: "
+               "%(reason)s.")
+
+
+class InvalidAggregateActionUpdate(Invalid):
+    msg_fmt = "Cannot update aggregate %(aggregate_id)s. Reason: %(reason)s."
+
+
+class InvalidAggregateActionUpdateMeta(Invalid):
+    msg_fmt = ("Cannot update metadata of aggregate %(aggregate_id)s. "
+               "Reason: %(reason)s.")
+
+
+class NoValidHostRequest(Invalid):
+    """NoValidHost where the API refuses the request itself (400): a live
+    migration's named destination that breaks the server's group."""
+    msg_fmt = "No valid host was found. %(reason)s"
+
+
 # -- the caller's fault -------------------------------------------------------
 
 # Refusals of a request as it was made (the 4xx families, and whatever

@@ -18,3 +18,6 @@ class ServicesAPI(base.FacadeBase):
     def service_list(self, context, binary=None, host=None):
         services = objects.ServiceList.get_all(context, binary=binary, host=host)
         return [(s, servicegroup.is_up(s)) for s in services]
+
+    def service_is_up(self, service):
+        return servicegroup.is_up(service)

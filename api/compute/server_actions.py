@@ -6,13 +6,12 @@ import socket
 from volattach import objects
 from volattach.api.compute import base
 from volattach.objects import instance as instance_obj
+from volattach import availability_zones
 from volattach import exception
 from volattach import servicegroup
 
 LOG = logging.getLogger(__name__)
 SERVER_ACTIONS = base.SERVER_ACTIONS
-# the only availability zone (Nova's default_availability_zone)
-DEFAULT_ZONE = "nova"
 RESET_STATES = {"active": instance_obj.ACTIVE, "error": instance_obj.ERROR}
 
 
@@ -198,9 +197,11 @@ class ServerActionsAPI(base.FacadeBase):
 
     def unshelve(self, context, instance, availability_zone=None, host=None):
         """400 (Nova's checks, before anything changes) for an availability
-        zone that is not one (the only zone is ``nova``; ``nova:host`` is not
+        zone that is not one (the zone of no compute; ``nova:host`` is not
         a zone) and for a ``host`` that is no compute."""
-        if availability_zone is not None and availability_zone != DEFAULT_ZONE:
+        if availability_zone is not None and (
+                ":" in availability_zone
+                or not availability_zones.zone_exists(context, availability_zone)):
             raise exception.InvalidRequest(
                 message="The requested availability zone is not available")
         if host and objects.Service.get_by_host_and_binary(
@@ -215,7 +216,8 @@ class ServerActionsAPI(base.FacadeBase):
                 self._check_read_only_computes(context)
         self._start_action(context, instance, "unshelve")
         if instance.vm_state == instance_obj.SHELVED_OFFLOADED and (availability_zone or host):
-            instance.availability_zone = ("%s:%s" % (availability_zone or "nova", host)
+            # a host alone forces the host, in whatever zone it is
+            instance.availability_zone = ("%s:%s" % (availability_zone or "", host)
                                           if host else availability_zone)
             instance.save()
         self._send_action(context, instance, "unshelve",
@@ -241,6 +243,9 @@ class ServerActionsAPI(base.FacadeBase):
                 raise exception.ComputeTooOldForFeature(host=host,
                                                         feature="live migration")
         self._check_state(instance, "live_migrate", SERVER_ACTIONS["live_migrate"][0])
+        if host is not None:
+            # a destination against the server group's hard policy: 400
+            self.check_group_destination(context, instance, host)
         if instance.host:
             source = objects.Service.get_by_host_and_binary(
                 context.elevated(), instance.host, "volattach-compute")

@@ -8,6 +8,7 @@ from oslo_utils import strutils
 
 from volattach import objects
 from volattach.api.compute import base
+from volattach import availability_zones
 from volattach import device_naming
 from volattach.objects import block_device as block_device_obj
 from volattach.objects import instance as instance_obj
@@ -16,8 +17,6 @@ from volattach import exception
 from volattach import volume_release
 
 LOG = logging.getLogger(__name__)
-# the only availability zone (Nova's default_availability_zone)
-DEFAULT_ZONE = "nova"
 
 
 class ServersAPI(base.FacadeBase):
@@ -154,10 +153,15 @@ class ServersAPI(base.FacadeBase):
                min_count=1, max_count=1, metadata=None, key_name=None,
                availability_zone=None, access_ip_v4=None, access_ip_v6=None,
                config_drive=None, description=None, supports_multiattach=False,
-               multiattach_multi_create=False, microversion=None, user_data=None):
+               multiattach_multi_create=False, microversion=None, user_data=None,
+               group=None):
+        """``group``: the uuid of the server group the servers join (the
+        ``group`` scheduler hint)."""
         flavor = objects.Flavor.get_by_flavor_id(context, flavor_ref)
-        if availability_zone and availability_zone.split(":", 1)[0] not in (
-                "", DEFAULT_ZONE):
+        if group is not None:
+            group = self.group_for_create(context, group)
+        zone = (availability_zone or "").split(":", 1)[0]
+        if zone and not availability_zones.zone_exists(context, zone):
             # Nova's answer (400) for a zone that no compute is in
             raise exception.InvalidRequest(
                 message="The requested availability zone is not available")
@@ -200,6 +204,8 @@ class ServersAPI(base.FacadeBase):
                     user_data=user_data)
                 instance.create()
                 instances.append(instance)
+                if group is not None:
+                    group.add_members([instance.uuid])
                 objects.InstanceAction.action_start(context, instance.uuid,
                                                     instance_action.CREATE)
                 mappings = [dict(b) for b in bdm_dicts]
@@ -279,9 +285,8 @@ class ServersAPI(base.FacadeBase):
                             "Unpin first by setting pinned_availability_zone "
                             "to null.")
             return
-        # the only zone holds every compute; a server not placed yet is in
-        # none
-        current = DEFAULT_ZONE if instance.host else None
+        # a server not placed yet is in no zone
+        current = availability_zones.host_zone(instance.host)
         if zone != current:
             raise exception.Conflict(
                 message="Server can only be pinned to its current "

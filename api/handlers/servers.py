@@ -136,6 +136,19 @@ def _legacy_to_v2(legacy, boots):
     return result
 
 
+def _group_hint(hints):
+    """The server group of the ``group`` scheduler hint (a uuid, or a list
+    of one), or None."""
+    group = hints.get("group")
+    if isinstance(group, list):
+        if len(group) > 1:
+            raise exception.InvalidInput(
+                message="Only one server group may be given in the group "
+                        "scheduler hint.")
+        group = group[0] if group else None
+    return group or None
+
+
 class Servers(common.Resource):
 
     # -- lists ---------------------------------------------------------------------
@@ -339,6 +352,8 @@ class Servers(common.Resource):
         flavor_id = urllib.parse.urlsplit(str(server["flavorRef"])).path \
             .rstrip("/").split("/")[-1]
         config_drive = server.get("config_drive")
+        hints = (body.get("os:scheduler_hints")
+                 or body.get("OS-SCH-HNT:scheduler_hints") or {})
         try:
             instances, reservation_id = self.compute.create(
                 ctx, name=name, flavor_ref=flavor_id, image_ref=image_ref,
@@ -354,7 +369,7 @@ class Servers(common.Resource):
                 description=description,
                 supports_multiattach=mv.matches("2.60"),
                 multiattach_multi_create=mv.matches("2.105"),
-                microversion=str(mv))
+                microversion=str(mv), group=_group_hint(hints))
         except exception.FlavorNotFound as exc:
             raise exception.FlavorRefInvalid(message=exc.format_message())
         except (exception.VolumeNotFound, exception.VolumeTypeNotFound,

@@ -172,12 +172,30 @@ def _root_device_name(bdms):
     return None
 
 
-def availability_zone(instance):
-    """OS-EXT-AZ:availability_zone: the zone of the server's host (the only
-    one), or before it has one the zone it asked for."""
-    if field(instance, "host"):
-        return DEFAULT_AVAILABILITY_ZONE
+def _zones(req):
+    """host -> zone of every host in a zoned aggregate, read once per
+    request through the facade (a list of servers asks once)."""
+    zones = req.context.get("host_zones")
+    if zones is None:
+        zones = req.context["host_zones"] = req.context.compute.host_zones()
+    return zones
+
+
+def availability_zone(instance, req=None):
+    """OS-EXT-AZ:availability_zone: the zone of the server's host (its
+    aggregate's, or the default zone), or before it has one the zone it
+    asked for."""
+    host = field(instance, "host")
+    if host:
+        if req is None:
+            return DEFAULT_AVAILABILITY_ZONE
+        return _zones(req).get(host, DEFAULT_AVAILABILITY_ZONE)
     return instance.pinned_availability_zone or ""
+
+
+def _server_groups(req, instance):
+    """2.71: the server group the server is in (a list of at most one)."""
+    return req.context.compute.server_group_ids(req.context.ctx, instance)
 
 
 # -- bodies ------------------------------------------------------------------------
@@ -234,7 +252,7 @@ def server(req, instance, bdms, host_statuses=None, show_server_groups=False):
         "user_id": field(instance, "user_id") or "",
         "updated": isotime(field(instance, "updated_at") or created),
         "OS-DCF:diskConfig": "MANUAL",
-        "OS-EXT-AZ:availability_zone": availability_zone(instance),
+        "OS-EXT-AZ:availability_zone": availability_zone(instance, req),
         "config_drive": field(instance, "config_drive") or "",
         "key_name": field(instance, "key_name"),
         "OS-SRV-USG:launched_at": primitive_time(field(instance,
@@ -283,7 +301,7 @@ def server(req, instance, bdms, host_statuses=None, show_server_groups=False):
     if mv.matches("2.63"):
         body["trusted_image_certificates"] = None
     if show_server_groups and mv.matches("2.71"):
-        body["server_groups"] = []
+        body["server_groups"] = _server_groups(req, instance)
     if mv.matches("2.73"):
         body["locked_reason"] = field(instance, "locked_reason")
     if mv.matches("2.90") and not extended:

@@ -134,9 +134,22 @@ def check_compute_takes_key(context, host, info):
                                "in the connection)")
 
 
-def schedule(context, instance):
+def schedule(context, instance, task_state="scheduling"):
     """A compute host for ``instance``: in its availability zone, new
-    enough for its volumes (``min_version_for``), able to boot its image."""
+    enough for its volumes (``min_version_for``), able to boot its image;
+    for a member of a server group, as its policy allows, chosen and
+    recorded under the group's lock while the server is in ``task_state``
+    (an unshelve: "unshelving")."""
+    group = objects.InstanceGroup.get_by_instance_uuid(context, instance.uuid)
+    if group is not None:
+        placed = scheduler.place_group_members(
+            context, group, [instance], instance.availability_zone,
+            min_version_for(context, instance), instance.image_ref,
+            task_state=task_state)
+        if instance.uuid not in placed:
+            raise exception.UnexpectedTaskState(
+                expected=task_state, actual="changed meanwhile")
+        return placed[instance.uuid]
     return scheduler.select_host(context, instance.availability_zone,
                                  min_version_for(context, instance),
                                  image_ref=instance.image_ref)

@@ -78,9 +78,18 @@ class LiveMigrationTask(base.TaskBase):
                 attr="host", state=None)
         minimum = max(base.min_version_for(context, instance) or 0,
                       service_obj.LIVE_MIGRATION_SERVICE_VERSION)
-        dest = self.dest = scheduler.select_host(
-            context, ":%s" % self.host if self.host else None, minimum,
-            exclude=(self.source,))
+        group = objects.InstanceGroup.get_by_instance_uuid(context,
+                                                           instance.uuid)
+        if group is not None:
+            # chosen and recorded under the group's lock: a destination
+            # that breaks a hard policy is NoValidHost
+            dest = self.dest = scheduler.select_destination_in_group(
+                context, group, instance, self.host, minimum,
+                migration_id=getattr(self.migration, "id", None))
+        else:
+            dest = self.dest = scheduler.select_host(
+                context, ":%s" % self.host if self.host else None, minimum,
+                exclude=(self.source,))
         for name in (self.source, dest):
             if not self.compute_rpcapi.can_send_version(name, "1.3"):
                 raise exception.ComputeTooOldForFeature(

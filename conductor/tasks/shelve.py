@@ -167,10 +167,11 @@ class UnshelveTask(base.TaskBase):
 
     def _build_elsewhere(self):
         instance = self.instance
-        host = base.schedule(self.context, instance)
+        host = base.schedule(self.context, instance, "unshelving")
+        # a group member's host is already written (under the group's lock)
+        self._did("put the server back on no host", self._unhost)
         self.event = base.Event(self.context, instance.uuid,
                                 "compute_unshelve_instance", host)
-        self._did("put the server back on no host", self._unhost)
         instance.host = host
         instance.node = host
         instance.save(expected_task_state=["unshelving"])

@@ -1,7 +1,8 @@
 """Data access for the compute database: small functions, one transaction each.
 
 One module per resource (``services``, ``flavors``, ``instances``,
-``block_devices``, ``instance_actions``, ``keypairs``, ``migrations``); this
+``block_devices``, ``instance_actions``, ``keypairs``, ``migrations``,
+``server_groups``, ``aggregates``, ``usage``); this
 package re-exports them all, so callers write
 ``db_api.instance_get_by_uuid``.  The objects layer (``objects/*.py``) is
 the main caller; the conductor's reconcile pass
@@ -17,18 +18,23 @@ never hold ORM state.  Conditional updates (``instance_update`` with
 ``expected_task_state``) are compare-and-swap UPDATEs, so two API workers
 cannot both start an operation on one server.
 """
+from volattach.db.api.aggregates import *  # noqa: F401,F403
 from volattach.db.api.block_devices import *  # noqa: F401,F403
 from volattach.db.api.flavors import *  # noqa: F401,F403
 from volattach.db.api.instance_actions import *  # noqa: F401,F403
 from volattach.db.api.instances import *  # noqa: F401,F403
 from volattach.db.api.keypairs import *  # noqa: F401,F403
 from volattach.db.api.migrations import *  # noqa: F401,F403
+from volattach.db.api.server_groups import *  # noqa: F401,F403
 from volattach.db.api.services import *  # noqa: F401,F403
-from volattach.db.api import (block_devices, flavors, instance_actions,
-                              instances, keypairs, migrations, services)
+from volattach.db.api.usage import *  # noqa: F401,F403
+from volattach.db.api import (aggregates, block_devices, flavors, instance_actions,
+                              instances, keypairs, migrations, server_groups,
+                              services, usage)
 
-__all__ = [name for module in (block_devices, flavors, instance_actions,
-                               instances, keypairs, migrations, services)
+__all__ = [name for module in (aggregates, block_devices, flavors, instance_actions,
+                               instances, keypairs, migrations, server_groups,
+                               services, usage)
            for name in dir(module)
            if not name.startswith("_") and callable(getattr(module, name))
            and getattr(getattr(module, name), "__module__", None) == module.__name__]

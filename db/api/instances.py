@@ -219,6 +219,9 @@ def instance_destroy(uuid):
         # reservations have nothing left to refuse
         s.execute(delete(c.ABANDONED).where(
             c.ABANDONED.c.instance_uuid == uuid))
+        # nor is it a member of its server group any more
+        s.execute(delete(models.InstanceGroupMember.__table__).where(
+            models.InstanceGroupMember.instance_uuid == uuid))
         s.flush()
         return c.row_dict(row)
     return c.orm_write(destroy)

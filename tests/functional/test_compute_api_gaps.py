@@ -42,7 +42,7 @@ def test_services_by_nova_binary_names(admin_api):
         "compute1", "compute2"]
     status, body, _ = admin_api.request(
         "GET", "/os-services", params={"binary": "nova-conductor"})
-    assert [s["binary"] for s in body["services"]] == ["volattach-conductor"]
+    assert [s["binary"] for s in body["services"]] == ["nova-conductor"]
 
 
 def test_os_volumes_proxy(api):

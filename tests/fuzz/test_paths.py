@@ -29,6 +29,15 @@ ID_ROUTES = [
     ("compute", "GET", "/flavors/{id}", None),
     ("compute", "GET", "/os-keypairs/{id}", None),
     ("compute", "GET", "/os-volumes/{id}", None),
+    ("compute", "GET", "/os-server-groups/{id}", None),
+    ("compute", "DELETE", "/os-server-groups/{id}", None),
+    ("compute", "GET", "/os-aggregates/{id}", None),
+    ("compute", "PUT", "/os-aggregates/{id}", {"aggregate": {"name": "a"}}),
+    ("compute", "POST", "/os-aggregates/{id}/action",
+     {"add_host": {"host": "compute1"}}),
+    ("compute", "PUT", "/os-services/{id}", {"status": "enabled"}),
+    ("compute", "DELETE", "/os-services/{id}", None),
+    ("compute", "GET", "/os-simple-tenant-usage/{id}", None),
     ("volume", "GET", "/volumes/{id}", None),
     ("volume", "PUT", "/volumes/{id}", {"volume": {"name": "x"}}),
     ("volume", "POST", "/volumes/{id}/action", {"os-reserve": None}),
@@ -120,12 +129,18 @@ LISTS = [("compute", "/servers"), ("compute", "/servers/detail"),
          ("compute", "/servers/{server}/os-instance-actions"),
          ("compute", "/flavors/detail"), ("compute", "/os-keypairs"),
          ("compute", "/os-migrations"), ("compute", "/os-services"),
+         ("compute", "/os-server-groups"), ("compute", "/os-aggregates"),
+         ("compute", "/os-availability-zone"),
+         ("compute", "/os-availability-zone/detail"),
+         ("compute", "/os-simple-tenant-usage"),
+         ("compute", "/os-simple-tenant-usage/demo"),
          ("volume", "/volumes/detail"), ("volume", "/attachments"),
          ("volume", "/types")]
 QUERY_KEYS = ["name", "marker", "limit", "sort", "sort_key", "sort_dir",
               "status", "host", "binary", "flavor", "image", "minDisk",
               "minRam", "changes-since", "metadata", "reservation_id",
-              "instance_uuid", "migration_type", "all_tenants", "offset"]
+              "instance_uuid", "migration_type", "all_tenants", "offset",
+              "start", "end", "all_projects"]
 
 
 @pytest.mark.timeout(600)
@@ -182,6 +197,10 @@ BODY_FIELDS = [
      "2.49"),
     ("compute", "POST", "/servers/{server}/action",
      {"lock": {"locked_reason": "{value}"}}, "2.73"),
+    ("compute", "POST", "/os-server-groups", {"server_group": {
+        "name": "{value}", "policy": "anti-affinity"}}, "2.64"),
+    ("compute", "POST", "/os-aggregates", {"aggregate": {
+        "name": "fuzz", "availability_zone": "{value}"}}, "2.41"),
 ]
 
 

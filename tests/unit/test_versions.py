@@ -23,6 +23,8 @@ from volattach.objects import service as service_obj
 objects.register_all()
 
 EXPECTED_OBJECT_HASHES = {
+    "Aggregate": "1.0-5f22717d7d2712187caa579185ed7ce1",
+    "AggregateList": "1.0-4ee0d9efdfd681fed822da88376e04d2",
     "BlockDeviceMapping": "1.5-942b7cfcd998448fa5778c1af237376b",
     "BlockDeviceMappingList": "1.5-64d5855ad1329af83dcc52f711c28719",
     "BlockDevicePayload": "1.0-fc6c8394e1e7d035969d5a889342067d",
@@ -34,6 +36,8 @@ EXPECTED_OBJECT_HASHES = {
     "InstanceActionEventList": "1.0-13d92fb953030cdbfee56481756e02be",
     "InstanceActionList": "1.0-4a53826625cc280e15fae64a575e0879",
     "InstanceExternalEvent": "1.0-c9969ff024e71d6112c3cff195175c5f",
+    "InstanceGroup": "1.0-f995e83646fd5ea98d6fb7c73c7f8cc4",
+    "InstanceGroupList": "1.0-f09b69b902f0bd6f21ae208f2213edd5",
     "InstanceList": "1.0-96f87b1dd0a285b85e61fcb9603909a6",
     "KeyPair": "1.0-cdb1c976432528b66a6b111f8cfef76c",
     "KeyPairList": "1.0-06de1564523f50d5df4a3f9af1c9ef55",

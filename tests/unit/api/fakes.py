@@ -146,6 +146,23 @@ class FakeFacade:
                 if (binary is None or s.binary == binary)
                 and (host is None or s.host == host)]
 
+    # host -> zone of the hosts in a zoned aggregate; instance uuid -> the
+    # uuid of its server group
+    zones = {}
+    groups = {}
+
+    def host_zones(self):
+        return dict(self.zones)
+
+    def service_zones(self, services):
+        return [(s, self.zones.get(s.host, "nova")
+                 if s.binary.endswith("-compute") else "internal")
+                for s in services]
+
+    def server_group_ids(self, ctx, instance):
+        group = self.groups.get(instance.uuid)
+        return [group] if group else []
+
     def get(self, ctx, server_id, read_deleted=False):
         self._record("get", ctx, server_id, read_deleted=read_deleted)
         instance = self.instances.get(server_id)

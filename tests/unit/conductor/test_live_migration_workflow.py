@@ -70,6 +70,7 @@ def w():
             mock.patch.object(objects, "InstanceActionEvent") as events, \
             mock.patch.object(objects, "BlockDeviceMappingList") as bdm_list, \
             mock.patch.object(objects, "Service") as service, \
+            mock.patch.object(objects, "InstanceGroup") as groups, \
             mock.patch.object(scheduler, "select_host",
                               return_value="dest") as select, \
             mock.patch.object(tasks_base, "min_version_for", return_value=3), \
@@ -77,6 +78,8 @@ def w():
                               side_effect=lambda ctx, host, dev, mode: {
                                   "host": host, "mode": mode}):
         rpcapi_module.BINARY = "volattach-compute"
+        # in no server group (test_live_migration_group: in one)
+        groups.get_by_instance_uuid.return_value = None
         service.get_by_host_and_binary.return_value = types.SimpleNamespace(version=4)
         bdm_list.get_by_instance_uuid.return_value = bdms
         tm = manager.ComputeTaskManager(volume_api=volume)

@@ -67,7 +67,9 @@ def test_upgrade_keeps_the_mappings_and_late_reserves_are_refused(
 
     migration.db_sync(url)
 
-    assert migration.db_version(url) == "0009"
+    # at head: the objects below run against the newest schema (0011's
+    # group members go with a server's delete)
+    assert migration.db_version(url) >= "0009"
     assert _rows(url, "block_device_mappings") == before
     assert _rows(url, "abandoned_reservations") == []
 
