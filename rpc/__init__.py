@@ -166,6 +166,7 @@ def init(conf, url=None):
         url = url or _configured_url(conf) or volattach_conf.DEFAULT_TRANSPORT_URL
         _requeue_after_stop()
         _poll_less_often()
+        _duplicates_at_info()
         _rabbit_defaults(conf)
         TRANSPORT = _transport(conf, url, notification=False)
         NOTIFICATION_TRANSPORT = _transport(conf, url, notification=True)
@@ -234,6 +235,32 @@ def _requeue_after_stop():
 
     listener_cls.__call__ = __call__
     listener_cls._volattach_requeues = True
+
+
+class _DuplicateAtInfo(logging.Filter):
+    """oslo.messaging's AMQP listener drops a message it has just seen
+    (RabbitMQ delivered it again: its acknowledgement was lost) and logs
+    that at ERROR with a traceback; it is expected at-least-once
+    delivery: one INFO line without a traceback."""
+
+    def filter(self, record):
+        if str(record.msg).startswith("ignoring duplicate message"):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg = ("RPC message %s delivered again (its acknowledgement "
+                          "was lost): dropped, it was handled already")
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_DUPLICATE_FILTER = _DuplicateAtInfo()
+
+
+def _duplicates_at_info():
+    """Install ``_DuplicateAtInfo`` on oslo.messaging's AMQP driver logger
+    (idempotent)."""
+    logger = logging.getLogger("oslo_messaging._drivers.amqpdriver")
+    if _DUPLICATE_FILTER not in logger.filters:
+        logger.addFilter(_DUPLICATE_FILTER)
 
 
 def _poll_less_often():

@@ -292,3 +292,16 @@ def test_the_api_clients_give_up_reconnecting(transport, monkeypatch):
     rpc.fail_fast_when_unreachable()
     assert rpc.get_client(messaging.Target(topic="t"), transport=transport
                           )._wrapped.retry == rpc.API_PUBLISH_RETRIES
+
+
+def test_a_duplicate_oslo_drops_is_one_info_line(caplog):
+    rpc._duplicates_at_info()
+    logger = __import__("logging").getLogger(
+        "oslo_messaging._drivers.amqpdriver")
+    try:
+        raise messaging.MessageDeliveryFailure("dup")
+    except Exception:
+        logger.exception("ignoring duplicate message %s", "m1")
+    record = [r for r in caplog.records if "m1" in r.getMessage()][0]
+    assert record.levelname == "INFO" and not record.exc_info
+    assert "delivered again" in record.getMessage()
