@@ -88,7 +88,7 @@ VERSIONS = [
     ("2.49", "tag on volume attach (POST os-volume_attachments)"),
     ("2.50", "quota class sets: " + _NOTHING_HERE),
     ("2.51", "instance action events shown to non-admins (without "
-             "traceback)"),
+             "traceback); volume-extended external event"),
     ("2.52", "server tags on create: accepted, not stored"),
     ("2.53", "os-services: id is the service uuid"),
     ("2.54", "rebuild: key_name"),
@@ -117,14 +117,16 @@ VERSIONS = [
              "not used"),
     ("2.75", "unknown query parameters are a 400 on lists; flavor swap 0 "
              "instead of \"\""),
-    ("2.76", "power-update external event: " + _NOTHING_HERE),
+    ("2.76", "power-update external event (refused as Nova does for a "
+             "server not on Ironic)"),
     ("2.77", "unshelve with availability_zone"),
     ("2.78", "server topology: " + _NOTHING_HERE),
     ("2.79", "delete_on_termination on volume attach and in attachment "
              "views"),
     ("2.80", "os-migrations: user_id and project_id (fields and filters)"),
     ("2.81", "image cache by aggregate: " + _NOTHING_HERE),
-    ("2.82", "accelerator-request-bound event: " + _NOTHING_HERE),
+    ("2.82", "accelerator-request-bound external event: accepted and "
+             "ignored (no Cyborg)"),
     ("2.83", "more server filters for non-admins: " + _NOTHING_HERE),
     ("2.84", "instance action events: details"),
     ("2.85", "PUT os-volume_attachments/{volume_id} may update "
@@ -139,7 +141,8 @@ VERSIONS = [
     ("2.91", "unshelve to a host (admin)"),
     ("2.92", "keypair generation dropped: " + _NOTHING_HERE),
     ("2.93", "rebuild of a volume-backed server re-images its root volume "
-             "(the volume service's os-reimage)"),
+             "(the volume service's os-reimage) and waits for its "
+             "volume-reimaged external event"),
     ("2.94", "FQDN hostnames on create"),
     ("2.95", "evacuate stops the server: " + _NOTHING_HERE),
     ("2.96", "servers: pinned_availability_zone"),

@@ -179,6 +179,9 @@ _RULES = [
           "Update a volume attachment with a different volumeId (swap). "
           "Nova's current default is the service role only; volattach "
           "keeps admins allowed.", [("PUT", _ATT + "/{volume_id}")]),
+    _rule("os_compute_api:os-server-external-events:create",
+          "rule:service_or_admin", "Create one or more external events",
+          [("POST", "/os-server-external-events")]),
     _rule(_VA % "delete", PROJECT_MEMBER_OR_ADMIN,
           "Detach a volume from an instance",
           [("DELETE", _ATT + "/{volume_id}")]),

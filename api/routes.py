@@ -14,6 +14,7 @@ from volattach.api.handlers import keypairs
 from volattach.api.handlers import migrations
 from volattach.api.handlers import os_volumes
 from volattach.api.handlers import server_actions
+from volattach.api.handlers import server_external_events
 from volattach.api.handlers import servers
 from volattach.api.handlers import services
 from volattach.api.handlers import versions
@@ -40,6 +41,9 @@ ROUTES = (
     (V21 + "/os-volumes", os_volumes.OsVolumes, None),
     (V21 + "/os-volumes/detail", os_volumes.OsVolumes, "detail"),
     (V21 + "/os-volumes/{volume_id}", os_volumes.OsVolumes, "item"),
+    # os-server-external-events (services tell the API about servers)
+    (V21 + "/os-server-external-events",
+     server_external_events.ServerExternalEvents, None),
     # servers
     (V21 + "/servers", servers.Servers, None),
     (V21 + "/servers/detail", servers.Servers, "detail"),

@@ -21,6 +21,7 @@ import oslo_messaging as messaging
 
 from volattach import objects
 from volattach.compute import connections as host_connections
+from volattach.compute import external_events
 from volattach.compute import locks
 from volattach.objects import block_device as block_device_obj
 from volattach import exception
@@ -37,7 +38,7 @@ def _mode(bdm):
 
 
 class ComputeManager:
-    target = messaging.Target(version="1.10")
+    target = messaging.Target(version="1.11")
 
     def __init__(self, host, driver):
         self.host = host
@@ -385,3 +386,10 @@ class ComputeManager:
             for bdm in bdms:
                 if bdm.is_volume and bdm.connection_info:
                     self._safe_disconnect(bdm.get_connection_info(), instance, bdm)
+
+    # -- compute RPC 1.11 ------------------------------------------------------------
+    def external_instance_event(self, context, instances, events):
+        """The events posted to the API about servers of this host
+        (``compute.external_events``): each handled on its own, none
+        raised (a cast)."""
+        external_events.handle(self, context, instances, events)

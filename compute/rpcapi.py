@@ -38,6 +38,11 @@ API version history:
           (bdm uuid -> the connection before) lets it close a host
           connection the new one no longer rides on.  An older compute
           gets the 1.6 (1.0) call and boots with the addresses it had.
+    1.11 - external_instance_event (cast): the events other services
+          posted to POST /os-server-external-events for servers of this
+          host (InstanceExternalEvent 1.0); a volume-extended event brings
+          the volume's new size, and the host grows the guest's disk.  The
+          API answers an event for a server on an older compute with 422.
 
 When adding a method or an argument: bump ``VERSION``, add a line above, add
 a line to ``objects.service.SERVICE_VERSION_HISTORY`` and bump
@@ -66,7 +71,7 @@ _CAP_TTL = 10.0
 
 
 class ComputeAPI:
-    VERSION = "1.10"
+    VERSION = "1.11"
 
     def __init__(self):
         self._cap_lock = threading.Lock()
@@ -233,6 +238,19 @@ class ComputeAPI:
         return client.prepare(version="1.7").call(
             ctxt, "rebuild_instance", instance=instance, bdms=bdms,
             power_on=power_on)
+
+    def external_instance_event(self, ctxt, instances, events, host):
+        """Hand ``events`` (InstanceExternalEvent) about ``instances`` to
+        ``host``'s compute: one cast per host (compute RPC 1.11).
+        ComputeTooOldForFeature when the capped version cannot carry it
+        (the API checks the compute's service version first)."""
+        client = self._client(host)
+        if not client.can_send_version("1.11"):
+            raise exception.ComputeTooOldForFeature(
+                host=host, feature="external events")
+        client.prepare(version="1.11").cast(
+            ctxt, "external_instance_event", instances=instances,
+            events=events)
 
     def swap_volume(self, ctxt, instance, bdm, new_connection_info):
         cctxt = self._client(instance.host).prepare(version="1.1")

@@ -26,7 +26,8 @@ class ComputeService(service.Service):
                  indirection_api=None):
         host = host or CONF.compute.host
         self.driver = virt.load_driver(CONF.compute.virt_driver, host)
-        self.manager = compute_manager.ComputeManager(host, self.driver)
+        self.manager = compute_manager.ComputeManager(
+            host, virt.logged(self.driver))
         if indirection_api is None or not in_process_with_conductor:
             indirection_api = conductor_rpcapi.ConductorAPI()
         if not in_process_with_conductor:

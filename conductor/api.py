@@ -70,3 +70,10 @@ class ComputeTaskAPI:
 
     def live_migrate_instance(self, context, instance, host=None):
         self.rpcapi.live_migrate_instance(context, instance, host=host)
+
+    def can_send(self, method):
+        """Whether the (capped) conductor takes ``method``."""
+        return self.rpcapi.can_send(method)
+
+    def external_instance_event(self, context, events):
+        self.rpcapi.external_instance_event(context, events)

@@ -8,6 +8,7 @@ from oslo_utils import versionutils
 
 from volattach.compute import rpcapi as compute_rpcapi
 from volattach.conductor import connectors
+from volattach.conductor import instance_events
 from volattach.conductor.tasks import attach
 from volattach.conductor.tasks import base
 from volattach.conductor.tasks import build
@@ -64,7 +65,7 @@ class ComputeTaskManager:
     """Workflows started by the compute API: each endpoint builds one run
     of its task (``conductor/tasks``, one module each) and executes it."""
 
-    target = messaging.Target(namespace="compute_task", version="1.8")
+    target = messaging.Target(namespace="compute_task", version="1.9")
 
     def __init__(self, volume_api=None):
         if volume_api is None:
@@ -140,6 +141,14 @@ class ComputeTaskManager:
         base.execute_cast(rebuild.RebuildTask(
             context, instance, reimage_image_id=reimage_image_id,
             **self._collaborators()))
+
+    def external_instance_event(self, context, events):
+        """1.9 (a fanout cast): wake the workflows of this conductor that
+        wait for one of ``events`` (``conductor.instance_events``)."""
+        for event in events:
+            if instance_events.EVENTS.deliver(event):
+                LOG.info("event %s of %s delivered", event.key,
+                         event.instance_uuid)
 
     def shelve_instance(self, context, instance, offload):
         base.execute_cast(shelve.ShelveTask(

@@ -331,9 +331,10 @@ class _Pass:
 
 
 def reconcile(context, volume_api, grace_seconds, dry_run=False,
-              compute_rpcapi=None, now=None):
+              compute_rpcapi=None, now=None, log_summary=True):
     """One pass: find the drift, repair what is older than ``grace_seconds``
-    (nothing with ``dry_run``); returns the ``Report``."""
+    (nothing with ``dry_run``); returns the ``Report``, whose summary is
+    logged unless the caller prints it (``log_summary``)."""
     run = _Pass(context, volume_api, grace_seconds, dry_run, compute_rpcapi,
                 now)
     # Cinder first, then the records: an attachment created after the
@@ -349,8 +350,9 @@ def reconcile(context, volume_api, grace_seconds, dry_run=False,
     _orphan_attachments(run, attachments, volumes, by_attachment)
     _orphan_and_incomplete_bdms(run, bdms, attachments_by_id, volumes)
     _stuck_volumes(run, volumes)
-    LOG.info("reconcile pass (grace %ss%s): %s", grace_seconds,
-             ", dry run" if dry_run else "", run.report.summary())
+    if log_summary:
+        LOG.info("reconcile pass (grace %ss%s): %s", grace_seconds,
+                 ", dry run" if dry_run else "", run.report.summary())
     return run.report
 
 

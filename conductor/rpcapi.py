@@ -24,6 +24,9 @@ version history:
     1.8 - attach_volume takes multiattach (the volume's flag as the API
           read it, so the conductor need not GET the volume again for the
           connection it hands the compute; None or absent: it GETs)
+    1.9 - external_instance_event (fanout cast to every conductor): the
+          volume-reimaged events posted to the compute API, which wake the
+          rebuild that waits for them (compute API 2.93)
 
 A caller capped below a method's version gets ConductorTooOld (the API
 answers 503) instead of sending a message the conductor cannot dispatch.
@@ -95,7 +98,7 @@ class ConductorAPI:
 
 
 class ComputeTaskAPI:
-    VERSION = "1.8"
+    VERSION = "1.9"
 
     # The version each method needs (the history above).
     METHOD_VERSIONS = {
@@ -112,6 +115,7 @@ class ComputeTaskAPI:
         "reboot_hard_instance": "1.5",      # the facade's name of a HARD one
         "rebuild_instance": "1.6",
         "rebuild_instance_reimage": "1.7",  # with reimage_image_id
+        "external_instance_event": "1.9",
     }
 
     def __init__(self):
@@ -204,6 +208,17 @@ class ComputeTaskAPI:
         self._prepare("1.7", "rebuild_instance_reimage").cast(
             ctxt, "rebuild_instance", instance=instance,
             reimage_image_id=reimage_image_id)
+
+    def can_send(self, method):
+        return self.client.can_send_version(self.METHOD_VERSIONS[method])
+
+    def external_instance_event(self, ctxt, events):
+        """Every conductor gets ``events`` (InstanceExternalEvent): the one
+        whose workflow waits for one of them wakes it (a fanout cast)."""
+        if not self.client.can_send_version("1.9"):
+            raise exception.ConductorTooOld(method="external_instance_event")
+        self.client.prepare(version="1.9", fanout=True).cast(
+            ctxt, "external_instance_event", events=events)
 
     def shelve_instance(self, ctxt, instance, offload):
         self._cast_12(ctxt, "shelve_instance", instance=instance, offload=offload)

@@ -43,7 +43,6 @@ function _volattach_keystone_auth {
     iniset "$VOLATTACH_CONF" "$section" user_domain_name "$SERVICE_DOMAIN_NAME"
     iniset "$VOLATTACH_CONF" "$section" project_name "$SERVICE_PROJECT_NAME"
     iniset "$VOLATTACH_CONF" "$section" project_domain_name "$SERVICE_DOMAIN_NAME"
-    iniset "$VOLATTACH_CONF" "$section" region_name "$REGION_NAME"
 }
 
 # configure_volattach - write $VOLATTACH_CONF

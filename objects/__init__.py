@@ -18,3 +18,4 @@ def register_all():
     __import__("volattach.objects.migration")
     __import__("volattach.objects.migrate_data")
     __import__("volattach.objects.notification")
+    __import__("volattach.objects.external_event")

@@ -16,7 +16,7 @@ from oslo_versionedobjects import fields
 from volattach.objects import base
 from volattach import exception
 
-SERVICE_VERSION = 12
+SERVICE_VERSION = 14
 
 SERVICE_VERSION_HISTORY = (
     # Version 0: no service version reported (never sent by volattach)
@@ -62,6 +62,16 @@ SERVICE_VERSION_HISTORY = (
     # power_on_instance take the server's mappings with refreshed
     # connections and plug the disks again from them)
     {"compute_rpc": "1.10"},
+    # Version 13: compute RPC 1.11 (external_instance_event: the events of
+    # POST /os-server-external-events; volume-extended grows the disk)
+    {"compute_rpc": "1.11"},
+    # Version 14: a compute takes the key of an rbd connection from its
+    # ``keyring`` (a volume's own read-only Ceph user) into a private,
+    # ephemeral libvirt secret; an older one reads keyring files only.
+    # The conductor refuses such a connection for an older compute (409)
+    # and the scheduler places servers with them on new ones.  Same
+    # compute RPC (1.11: version 13's).
+    {"compute_rpc": "1.11"},
 )
 
 # The first service version whose computes suspend, resume and reboot.
@@ -78,6 +88,12 @@ IMAGES_REPORT_SERVICE_VERSION = 11
 # The first service version whose computes reconnect the volumes on a hard
 # reboot and a start (compute RPC 1.10); an older one reboots with what it had.
 REBOOT_RECONNECT_SERVICE_VERSION = 12
+# The first service version whose computes take external events (compute
+# RPC 1.11); the API answers an event for a server on an older one 422.
+EXTERNAL_EVENTS_SERVICE_VERSION = 13
+# The first service version whose computes take an rbd key from the
+# connection's ``keyring`` (read-only rbd attachments).
+RBD_KEYRING_SERVICE_VERSION = 14
 
 
 def compute_rpc_for_service_version(version):

@@ -77,12 +77,20 @@ one logs it once, at INFO, without a traceback (``_RefusalsExpected``).  The
 caller still receives the exception's own class, and ``Client.call`` gives
 it back without the remote traceback oslo.messaging appends to its text; a
 server that passes such a refusal on from a compute does not log it again.
+
+At DEBUG every RPC is logged where it is sent (``Client.call`` and
+``cast``: ``RPC call|cast <method> (version <v>) to <topic>[.<server>]``)
+and where it is received (``_LoggingDispatcher``: ``RPC received <method>
+(version <v>) on <topic>.<server>``), each line with the request id and
+caller of its context: one hook on each side, so no client or endpoint
+can leave one out.
 """
 import logging
 import threading
 
 import oslo_messaging as messaging
 import tenacity
+from oslo_context import context as oslo_context
 
 import volattach  # noqa: F401  (warning filters before oslo.messaging loads)
 from volattach.objects import base as objects_base
@@ -359,7 +367,15 @@ class Client:
             timeout = self._wrapped.conf.rpc_response_timeout
         return timeout
 
+    def _log_sent(self, kind, ctxt, method):
+        if LOG.isEnabledFor(logging.DEBUG):
+            target = self._wrapped.target
+            LOG.debug("RPC %s %s (version %s) to %s", kind, method,
+                      target.version or "-", _target_name(target),
+                      extra=_log_context(ctxt))
+
     def call(self, ctxt, method, **kwargs):
+        self._log_sent("call", ctxt, method)
         names = {"topic": self._wrapped.target.topic, "method": method}
         try:
             return send_while_undeliverable(
@@ -380,6 +396,7 @@ class Client:
             raise
 
     def cast(self, ctxt, method, **kwargs):
+        self._log_sent("cast", ctxt, method)
         names = {"topic": self._wrapped.target.topic, "method": method}
         try:
             return send_while_undeliverable(
@@ -421,9 +438,43 @@ def get_server(target, endpoints):
     if TRANSPORT is None:
         raise RuntimeError("rpc.init() was not called in this process")
     access_policy = messaging.rpc.dispatcher.DefaultRPCAccessPolicy
-    return messaging.get_rpc_server(
-        TRANSPORT, target, [_RefusalsExpected(e) for e in endpoints],
-        serializer=RequestContextSerializer(), access_policy=access_policy)
+    dispatcher = _LoggingDispatcher(
+        target, [_RefusalsExpected(e) for e in endpoints],
+        RequestContextSerializer(), access_policy)
+    return messaging.rpc.server.RPCServer(TRANSPORT, target, dispatcher)
+
+
+def _target_name(target):
+    return ".".join(p for p in (target.topic, target.server) if p) or "-"
+
+
+def _log_context(ctxt):
+    """``extra`` naming ``ctxt`` as the context of a log record (its
+    request id and caller in the prefix), when it is one."""
+    if isinstance(ctxt, oslo_context.RequestContext):
+        return {"context": ctxt}
+    return None
+
+
+class _LoggingDispatcher(messaging.rpc.dispatcher.RPCDispatcher):
+    """oslo.messaging's RPC dispatcher that logs, at DEBUG, each request it
+    receives (module doc)."""
+
+    def __init__(self, target, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._target_name = _target_name(target)
+
+    def dispatch(self, incoming):
+        if LOG.isEnabledFor(logging.DEBUG):
+            message = incoming.message
+            try:
+                ctxt = self.serializer.deserialize_context(incoming.ctxt)
+            except Exception:       # logged by the dispatch itself
+                ctxt = None
+            LOG.debug("RPC received %s (version %s) on %s",
+                      message.get("method"), message.get("version") or "-",
+                      self._target_name, extra=_log_context(ctxt))
+        return super().dispatch(incoming)
 
 
 # oslo.messaging names the class of an exception rebuilt from a reply

@@ -65,6 +65,12 @@ export VOLATTACH_CATALOG_IMAGE_URL=http://127.0.0.1:$IMAGE_PORT/
 # the images of the fake driver, tempest's image_ref and image_ref_alt
 IMAGE_REF=155d900f-4e14-4e4c-a73d-069cbf4541e6
 IMAGE_REF_ALT=2c8d8b3e-3b1b-4e5f-9b4f-5bd1c0de0a11
+# a Keystone that was already running (scripts/test starts one for Glance
+# before its streams) is left running afterwards
+KEYSTONE_WAS_RUNNING=0
+if curl -sf -o /dev/null "http://127.0.0.1:${VOLATTACH_KEYSTONE_PORT:-5000}/v3"; then
+    KEYSTONE_WAS_RUNNING=1
+fi
 KEYSTONE_URL=$("$REPO/tools/start-keystone.sh" | tail -n 1)
 log "keystone at $KEYSTONE_URL"
 
@@ -90,7 +96,7 @@ cleanup() {
         for _ in $(seq 50); do kill -0 "$ALL_PID" 2>/dev/null || break; sleep 0.2; done
         kill -9 "$ALL_PID" 2>/dev/null || true
     fi
-    if [ "${VOLATTACH_TEMPEST_KEEP:-0}" != 1 ]; then
+    if [ "${VOLATTACH_TEMPEST_KEEP:-0}" != 1 ] && [ "$KEYSTONE_WAS_RUNNING" != 1 ]; then
         "$REPO/tools/start-keystone.sh" --stop || true
     fi
 }

@@ -59,6 +59,13 @@ default_opts = [
     cfg.IntOpt("rpc_response_timeout_attach", default=60, min=1,
                help="Seconds the API waits for the conductor's answer to a "
                     "synchronous (below 2.101) volume attach."),
+    cfg.IntOpt("reimage_timeout_per_gb", default=20, min=1,
+               help="Nova's option: seconds per GiB of the image the "
+                    "rebuild of a volume-backed server (2.93) waits for "
+                    "the volume service's volume-reimaged event after its "
+                    "os-reimage; without it the server goes to ERROR. "
+                    "There is no image service to tell an image's size: "
+                    "an image counts as 1 GiB."),
     cfg.BoolOpt("allow_insecure_noauth", default=False,
                 help="Let the compute API and the volume service serve "
                      "auth_strategy = noauth on a listen address that is "
@@ -335,7 +342,13 @@ volume_opts = [
                     "for a wildcard listen). It authenticates with the "
                     "[cinder] service credentials when [volume] "
                     "auth_strategy is keystone, else with a noauth admin "
-                    "token."),
+                    "token.  The volume-extended events of an in-use "
+                    "extend go there too (POST "
+                    "/os-server-external-events)."),
+    cfg.FloatOpt("compute_timeout", default=30.0, min=0.1,
+                 help="Seconds the volume service waits for the compute "
+                      "API ([volume] compute_endpoint) to answer a call "
+                      "(a volume-extended event, a swap)."),
 ]
 
 libvirt_opts = [
@@ -415,20 +428,26 @@ rbd_opts = [
                help="rbd backend: the cluster's name (its keyrings are "
                     "/etc/ceph/<cluster>.client.<user>.keyring)."),
     cfg.StrOpt("rbd_user",
-               help="rbd backend: the cephx user of the volume service and "
-                    "of read-write connections (auth_enabled when set, as "
-                    "Cinder). Unset: the service connects as client.admin "
-                    "and connections carry no user."),
+               help="rbd backend: the cephx user the volume service "
+                    "connects as (images, and the read-only users of "
+                    "volumes: caps in README's Ceph RBD volumes section); "
+                    "also the user of read-write connections when "
+                    "rbd_attach_user is unset. Unset: client.admin."),
+    cfg.StrOpt("rbd_attach_user",
+               help="rbd backend: the cephx user read-write connections "
+                    "name (caps mon 'profile rbd' osd 'profile rbd "
+                    "pool=<rbd_pool>'; computes hold its key). Unset: "
+                    "rbd_user (auth_enabled when set, as Cinder)."),
     cfg.StrOpt("rbd_secret_uuid",
                help="rbd backend: the libvirt secret uuid of read-write "
                     "connections. Unset: the cluster's fsid, as Cinder."),
     cfg.StrOpt("rbd_readonly_user", default="volattach-readonly",
-               help="rbd backend: the cephx user of read-only attachments "
-                    "(caps profile rbd-read-only on rbd_pool, plus writes "
-                    "to image headers for QEMU's watch), created by the "
-                    "service when missing, its keyring written to "
-                    "/etc/ceph/<cluster>.client.<user>.keyring: the "
-                    "cluster refuses their writes."),
+               help="rbd backend: the prefix of the per-volume cephx users "
+                    "of read-only attachments (<prefix>-<volume id>), "
+                    "created on a volume's first read-only connection with "
+                    "access to that image only, removed after its last "
+                    "read-only attachment; their key travels in the "
+                    "connection (keyring), never in a file."),
     cfg.IntOpt("rados_connect_timeout", default=10, min=1,
                help="rbd backend: seconds to wait for the cluster."),
 ]
@@ -499,6 +518,38 @@ all_opts = [
                      "over HTTP on loopback, as to any volume service."),
 ]
 
+glance_opts = [
+    cfg.StrOpt("endpoint",
+               help="Glance's URL (for example http://127.0.0.1:9292). "
+                    "Unset: Glance is found in Keystone's catalog (service "
+                    "type image) with the [glance] credentials. With "
+                    "neither an endpoint nor an auth_type there is no image "
+                    "service: computes boot the images of [libvirt] "
+                    "image_dir or [compute] fake_images, as before."),
+    cfg.StrOpt("region_name",
+               help="The catalog's region of Glance's endpoint."),
+    cfg.ListOpt("valid_interfaces", default=["internal", "public"],
+                help="The catalog's interfaces to take Glance's endpoint "
+                     "from, in order."),
+]
+
+image_cache_opts = [
+    cfg.StrOpt("subdirectory_name", default="_base",
+               help="Where under [libvirt] instances_path a compute keeps "
+                    "the Glance images it downloaded (Nova's option of "
+                    "that name)."),
+    cfg.IntOpt("manager_interval", default=2400, min=0,
+               help="Seconds between two passes of the image cache "
+                    "manager that removes unused images; 0 turns it off."),
+    cfg.BoolOpt("remove_unused_base_images", default=True,
+                help="Whether the image cache manager removes images no "
+                     "guest of this host uses."),
+    cfg.IntOpt("remove_unused_original_minimum_age_seconds", default=86400,
+               min=0,
+               help="An unused image is removed once it was last used this "
+                    "many seconds ago."),
+]
+
 _GROUPS = [
     (None, default_opts),
     ("database", database_opts),
@@ -514,6 +565,8 @@ _GROUPS = [
     ("iscsi", iscsi_opts),
     ("all", all_opts),
     ("wsgi", wsgi_opts),
+    ("glance", glance_opts),
+    ("image_cache", image_cache_opts),
 ]
 
 
@@ -522,6 +575,8 @@ def register_opts(conf):
         conf.register_opts(opts, group=group)
     ks_loading.register_session_conf_options(conf, "cinder")
     ks_loading.register_auth_conf_options(conf, "cinder")
+    ks_loading.register_session_conf_options(conf, "glance")
+    ks_loading.register_auth_conf_options(conf, "glance")
     wsgi_body.register_opts(conf)
     policy_opts.set_defaults(conf)  # registers [oslo_policy]
 
@@ -555,7 +610,7 @@ def list_opts():
     ks = (ks_loading.get_session_conf_options()
           + ks_loading.get_auth_common_conf_options())
     for i, (group, opts) in enumerate(result):
-        if group == "cinder":
+        if group in ("cinder", "glance"):
             result[i] = (group, opts + ks)
     return result + wsgi_body.list_opts()
 
@@ -583,7 +638,32 @@ def parse_args(argv, default_config_files=None, conf=CONF, description=None):
     if default_config_files is None:
         default_config_files = [p for p in ("/etc/volattach/volattach.conf",)
                                 if os.path.exists(p)]
-    conf(argv, project="volattach", default_config_files=default_config_files,
-         version="%(prog)s " + version_string(), description=description)
-    logging.setup(conf, "volattach")
-    os.makedirs(conf.state_path, exist_ok=True)
+    from volattach import startup
+    prog = startup.prog_name()
+    try:
+        conf(argv, project="volattach",
+             default_config_files=default_config_files,
+             version="%(prog)s " + version_string(), description=description)
+    except cfg.ConfigFilesNotFoundError as exc:
+        startup.fail(prog, "--config-file %s: no such file or not readable"
+                     % ", ".join(exc.config_files))
+    except cfg.ConfigFileParseError as exc:
+        startup.fail(prog, "%s: not a configuration file: %s"
+                     % (exc.config_file, exc.msg))
+    except (cfg.Error, ValueError) as exc:
+        startup.fail(prog, exc)
+    # start-up mistakes are one line (volattach.startup), before any log
+    try:
+        startup.check_values(conf)
+        startup.check_log_destination(conf)
+        startup.check_state_path(conf)
+    except startup.StartupError as exc:
+        startup.fail(prog, exc)
+    try:
+        from volattach import log_setup
+        log_setup.setup(conf)
+    except OSError as exc:
+        startup.fail(prog, "--log-file/--log-dir: cannot open the log: %s"
+                     % exc)
+    for line in startup.unknown_option_lines(conf):
+        logging.getLogger(__name__).warning(line)

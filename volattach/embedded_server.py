@@ -12,6 +12,11 @@ client holds a socket, never a thread.  On top of waitress's own checks
 an underscore dropped, ``Content-Length`` digits only, head and body size
 caps answered 431/413) this module adds:
 
+- waitress's own refusals answer in the APIs' fault format (``ErrorTask``:
+  JSON ``badRequest`` for a control character in a header, ``overLimit``
+  naming ``[oslo_middleware] max_request_body_size`` for a body over
+  ``[wsgi] max_request_body_size``);
+
 - request heads must end in CRLF: a bare LF anywhere in the head answers 400
   at once (waitress alone would wait for a CRLF CRLF that never comes);
 - the request target is origin-form (``/path``) or ``*``: an absolute-form
@@ -43,6 +48,7 @@ import re
 import threading
 import time
 
+from oslo_config import cfg
 from oslo_log import log as logging
 from waitress import adjustments
 from waitress import channel as waitress_channel
@@ -126,11 +132,37 @@ class Task(waitress_task.WSGITask):
                                    else b"".join(held))
 
 
+class ErrorTask(waitress_task.ErrorTask):
+    """waitress's answer to a request it refuses itself (a bad header, a
+    body over its transport cap), in the APIs' fault format: JSON
+    ``badRequest``, ``overLimit`` (naming the one body limit, ``[oslo_middleware]
+    max_request_body_size``), ``computeFault`` for the rest."""
+
+    def execute(self):
+        import json
+        from volattach.wsgi import body as wsgi_body
+        from volattach.wsgi import faults as shared_faults
+        error = self.request.error
+        status = error.code
+        if status == 413:
+            message = wsgi_body.too_large_message(
+                self.channel.server.body_limit)
+        else:
+            message = " ".join(str(error.body).split()) or error.reason
+        body = json.dumps(shared_faults.fault_body(status, message)).encode()
+        self.status = "%d %s" % (status, error.reason)
+        self.response_headers.append(("Content-Type", "application/json"))
+        self.set_close_on_finish()
+        self.content_length = len(body)
+        self.write(body)
+
+
 class Channel(waitress_channel.HTTPChannel):
     """A connection; remembers when the request head now arriving began."""
 
     parser_class = RequestParser
     task_class = Task
+    error_task_class = ErrorTask
     head_started = None
     # Output held by Task.write (the head and the first chunk), or None.
     held = None
@@ -203,6 +235,8 @@ class Server(waitress_server.TcpWSGIServer):
 
     channel_class = Channel
     header_timeout = 20.0
+    # [oslo_middleware] max_request_body_size: what a 413 names
+    body_limit = 114688
     thread = None
     name = "wsgi"
 
@@ -291,6 +325,15 @@ def _adjustments(conf, host, port, sock=None):
         channel_request_lookahead=1)
 
 
+def _body_limit(conf):
+    """``[oslo_middleware] max_request_body_size``: the limit a 413 names."""
+    from volattach.wsgi import body as wsgi_body
+    try:
+        return conf.oslo_middleware.max_request_body_size
+    except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
+        return wsgi_body.DEFAULT_MAX_BODY
+
+
 def make_server(app, host, port, conf=None, name="wsgi", server_class=Server,
                 sock=None):
     """A bound, listening server for ``app`` (port 0: any free port); run
@@ -308,6 +351,7 @@ def make_server(app, host, port, conf=None, name="wsgi", server_class=Server,
     else:
         server = server_class(app, map={}, adj=adj, sockinfo=adj.listen[0])
     server.header_timeout = conf.wsgi.header_timeout
+    server.body_limit = _body_limit(conf)
     server.name = name
     return server
 

@@ -252,6 +252,11 @@ class ConductorTooOld(ServiceUnavailable):
                "every conductor is upgraded.")
 
 
+class ImageServiceUnavailable(ServiceUnavailable):
+    # Glance's address and answer go to the log, not to the client
+    msg_fmt = "The image service is unavailable at this time; retry later."
+
+
 class DatabaseUnavailable(ServiceUnavailable):
     # the driver's error (hosts, ports) goes to the log, not to the client
     msg_fmt = "The database is unavailable at this time; retry later."

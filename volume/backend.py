@@ -18,11 +18,14 @@ Cinder's attachment API returns it).  ``access_mode`` follows the
 attachment's ``attach_mode`` (``ro`` for a read-only attach or a read-only
 volume), so a read-only attach is read-only on the host too.
 """
+import logging
 import uuid
 
 from oslo_config import cfg
 
 from volattach import exception
+
+LOG = logging.getLogger(__name__)
 
 DRIVER_VOLUME_TYPE = "iscsi"
 TARGET_PORTAL_PORT = 3260
@@ -59,6 +62,13 @@ class FakeISCSIBackend:
 
     def delete_volume(self, volume):
         pass
+
+    # no storage: an extend only records the size (attached or not)
+    online_extend = True
+
+    def extend_volume(self, volume, new_size, attached=False):
+        """Nothing to grow: the fake backend has no storage; the volume
+        row's size is all there is."""
 
     @staticmethod
     def check_connector(connector):
@@ -122,6 +132,7 @@ def load_backend(conf, service_host):
             cluster_name=conf.rbd.rbd_cluster_name, user=conf.rbd.rbd_user,
             secret_uuid=conf.rbd.rbd_secret_uuid,
             readonly_user=conf.rbd.rbd_readonly_user,
+            attach_user=conf.rbd.rbd_attach_user,
             connect_timeout=conf.rbd.rados_connect_timeout)
     if conf.volume.backend == "iscsi":
         from volattach.volume.backends import tgt
@@ -189,6 +200,7 @@ def _make(kind, section, name, service_host, conf):
             cluster_name=sconf.rbd_cluster_name, user=sconf.rbd_user,
             secret_uuid=sconf.rbd_secret_uuid,
             readonly_user=sconf.rbd_readonly_user,
+            attach_user=sconf.rbd_attach_user,
             connect_timeout=sconf.rados_connect_timeout)
     if kind == "iscsi":
         from volattach.volume.backends import tgt
@@ -308,10 +320,17 @@ class Backends:
 class BackendRouter:
     """``manager.backend``: each per-volume call goes to the backend the
     volume lives on (its ``host``); connector checks are each backend's
-    own, made again when the connection is built."""
+    own, made again when the connection is built.  Each per-volume call
+    is logged at DEBUG (``backend <name> <call> <volume id>``)."""
 
     def __init__(self, backends):
         self.backends = backends
+
+    def _of(self, volume, call):
+        name = self.backends.name_of_volume(volume)
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug("backend %s %s %s", name, call, volume.get("id"))
+        return self.backends.by_name[name]
 
     @property
     def default(self):
@@ -323,10 +342,31 @@ class BackendRouter:
                    for _, b in self.backends)
 
     def create_volume(self, volume):
-        return self.backends.of_volume(volume).create_volume(volume)
+        return self._of(volume, "create_volume").create_volume(volume)
 
     def delete_volume(self, volume):
-        return self.backends.of_volume(volume).delete_volume(volume)
+        return self._of(volume, "delete_volume").delete_volume(volume)
+
+    def extend_volume(self, volume, new_size, attached=False):
+        return self.backends.of_volume(volume).extend_volume(
+            volume, new_size, attached=attached)
+
+    def online_extend_refused(self, volume):
+        """Why the volume's backend cannot grow it while it is attached
+        (None when it can)."""
+        backend = self.backends.of_volume(volume)
+        if getattr(backend, "online_extend", False):
+            return None
+        return getattr(backend, "ONLINE_EXTEND_REFUSED",
+                       "its backend cannot extend an attached volume")
+
+    def retype(self, volume, multiattach):
+        """The backend updates what the volume's type decides on its
+        storage (rbd: the image features of multiattach); the others have
+        nothing to do."""
+        retype = getattr(self.backends.of_volume(volume), "retype", None)
+        if retype is not None:
+            retype(volume, multiattach)
 
     def check_connector(self, connector):
         if len(self.backends.by_name) == 1:
@@ -337,13 +377,13 @@ class BackendRouter:
 
     def initialize_connection(self, volume, attachment_id, connector,
                               attach_mode):
-        backend = self.backends.of_volume(volume)
+        backend = self._of(volume, "initialize_connection")
         backend.check_connector(connector)
         return backend.initialize_connection(volume, attachment_id,
                                              connector, attach_mode)
 
     def terminate_connection(self, volume, attachment, connector, **extra):
-        backend = self.backends.of_volume(volume)
+        backend = self._of(volume, "terminate_connection")
         if not getattr(backend, "needs_remaining", False):
             extra.pop("remaining", None)
         return backend.terminate_connection(volume, attachment, connector,

@@ -45,7 +45,8 @@ class ComputeClient:
                                                               "cinder")
             else:
                 auth = token_endpoint.Token(endpoint, NOAUTH_TOKEN)
-            self._session = ks_session.Session(auth=auth)
+            self._session = ks_session.Session(
+                auth=auth, timeout=self.conf.volume.compute_timeout)
         return self._session
 
     def swap_volume(self, server_id, old_volume_id, new_volume_id):

@@ -6,8 +6,10 @@ attachments API.
 server; ``os-attach`` completes that reservation (or attaches directly, as
 Cinder allows) with the server or host, mountpoint and mode; ``os-detach``
 removes one attached attachment; ``os-unreserve`` drops the pending
-reservations.  ``os-initialize_connection`` and ``os-terminate_connection``
-only build and tear down the backend connection for the given connector.
+reservations; ``os-force_detach`` (admin) removes one attachment whatever
+its status, with its backend connection, and leaves the others.
+``os-initialize_connection`` and ``os-terminate_connection`` only build
+and tear down the backend connection for the given connector.
 
 Both APIs see each other's attachments: the volume's status is derived from
 all of them, and a volume reserved one way cannot be reserved the other way
@@ -17,9 +19,16 @@ not).
 """
 import uuid
 
+from oslo_log import log as logging
+
 from volattach import exception
+from volattach.volume import policy as volume_policy
 from volattach.volume import states
 from volattach.volume.db import api as db
+
+LOG = logging.getLogger(__name__)
+
+FORCE_DETACH_POLICY = "volume_extension:volume_admin_actions:force_detach"
 
 
 def _scope(ctx):
@@ -142,3 +151,83 @@ class LegacyAttach:
             db.attachment_delete(conn, chosen[0]["id"])
             db.volume_sync_status(conn, volume_id)
         self.db.write(detach)
+
+    def force_detach(self, ctx, volume_id, attachment_id=None,
+                     connector=None):
+        """os-force_detach (admin): remove ONE attachment of the volume,
+        in whatever status (a connection whose host died), tearing down
+        its backend connection; the others stay, and the volume's status
+        follows them.  The attachment is ``attachment_id``, else the one
+        made from ``connector``'s host, else the volume's only one (none:
+        nothing to do, as Cinder).  An attachment that is not the volume's
+        is Cinder's 400 (its API's message)."""
+        volume_policy.authorize(ctx, FORCE_DETACH_POLICY)
+
+        def refused(kind, message):
+            return exception.InvalidInput(
+                message="Error force detaching volume - %s: %s"
+                % (kind, message))
+
+        def settle(conn, volume):
+            # the status the attachments left imply, also from a status an
+            # admin set (error: the usual step before a force-detach), as
+            # Cinder's detach finishes; an extend in flight keeps its own
+            if volume["status"] == "extending":
+                return
+            statuses = [a["attach_status"] for a in
+                        db.attachment_list(conn, volume_id=volume_id)]
+            db.volume_update(conn, volume_id, {
+                "status": states.status_from_attachments(statuses)})
+
+        def force(conn):
+            volume = db.volume_get(conn, volume_id, for_update=True)
+            attachments = db.attachment_list(conn, volume_id=volume_id)
+            if attachment_id:
+                chosen = [a for a in attachments if a["id"] == attachment_id]
+                if not chosen:
+                    raise refused(
+                        "VolumeAttachmentNotFound",
+                        "Volume attachment could not be found with filter: "
+                        "attachment_id = %s." % attachment_id)
+            elif isinstance(connector, dict) and connector.get("host"):
+                chosen = [a for a in attachments
+                          if a.get("attached_host") == connector["host"]]
+                if not chosen:
+                    raise refused(
+                        "VolumeAttachmentNotFound",
+                        "Volume attachment could not be found with filter: "
+                        "attached_host = %s." % connector["host"])
+            else:
+                chosen = attachments
+            if len(chosen) > 1:
+                raise refused(
+                    "InvalidVolume",
+                    "Invalid volume: Detach volume failed: More than one "
+                    "attachment, but no attachment_id provided.")
+            if not chosen:
+                settle(conn, volume)
+                return None
+            target = chosen[0]
+            if target["attach_status"] in states.CONNECTED:
+                stored = db.attachment_specs_get(conn, target["id"])
+                remaining = [a for a in attachments
+                             if a["id"] != target["id"]
+                             and a["attach_status"] in states.CONNECTED]
+                try:
+                    self.backend.terminate_connection(
+                        volume, target, stored or connector or {},
+                        remaining=remaining)
+                except Exception as exc:    # the host is gone: go on
+                    LOG.warning("force-detach of attachment %s of volume "
+                                "%s: its backend connection could not be "
+                                "torn down: %s", target["id"], volume_id,
+                                exc)
+            db.attachment_delete(conn, target["id"])
+            settle(conn, volume)
+            return target
+
+        gone = self.db.write(force)
+        if gone is not None:
+            LOG.info("force-detach: attachment %s (server %s, host %s) of "
+                     "volume %s removed", gone["id"], gone["instance_uuid"],
+                     gone.get("attached_host"), volume_id)

@@ -22,9 +22,11 @@ from oslo_log import log as logging
 from volattach import exception
 from volattach.volume import backend as backend_mod
 from volattach.volume import compute_client
+from volattach.volume import compute_events
 from volattach.volume import legacy_attach
 from volattach.volume import policy as volume_policy
 from volattach.volume import states
+from volattach.volume import volume_extend
 from volattach.volume import volume_migration
 from volattach.volume.db import api as db
 from volattach.volume.db import engine as db_engine
@@ -74,8 +76,10 @@ class VolumeManager:
         self._services = {}
         self._service_lock = threading.Lock()
         self.legacy = legacy_attach.LegacyAttach(self)
-        self.migration = volume_migration.VolumeMigration(
-            self, compute_client.ComputeClient(conf))
+        compute = compute_client.ComputeClient(conf)
+        self.migration = volume_migration.VolumeMigration(self, compute)
+        self.extend = volume_extend.VolumeExtend(
+            self, compute_events.ComputeEvents(conf, compute))
 
     def restore_backend(self):
         """Let a backend with exports rebuild them from the connected
@@ -304,23 +308,12 @@ class VolumeManager:
         self.db.write(update)
         return self.volume_get(ctx, volume_id)
 
-    def volume_extend(self, ctx, volume_id, new_size):
-        def extend(conn):
-            vol = db.volume_get(conn, volume_id, _scope(ctx),
-                                for_update=True)
-            if vol["status"] != states.AVAILABLE:
-                raise exception.InvalidVolume(
-                    reason="Volume %s status must be 'available' to extend, "
-                           "but the current status is: %s."
-                           % (volume_id, vol["status"]))
-            if new_size <= vol["size"]:
-                raise exception.InvalidInput(
-                    reason="New size for extend must be greater than "
-                           "current size. (current: %s, extended: %s)."
-                           % (vol["size"], new_size))
-            db.volume_update(conn, volume_id, {"size": new_size},
-                             [states.AVAILABLE])
-        self.db.write(extend)
+    def volume_extend(self, ctx, volume_id, new_size,
+                      attached_allowed=False):
+        """os-extend (``volume_extend``); the thread posting the
+        volume-extended events, or None."""
+        return self.extend.extend(ctx, volume_id, new_size,
+                                  attached_allowed=attached_allowed)
 
     def volume_reimage(self, ctx, volume_id, image_id, reimage_reserved=False):
         """os-reimage (3.68): the volume's data becomes the image's.  The
@@ -329,7 +322,9 @@ class VolumeManager:
         its new attachment: Nova's rebuild from 2.93), and attached to no
         more than one server (409).  As for a volume made from an image,
         only the fake backend can, and no data is copied: the volume
-        records the image (``volume_image_metadata``) and is bootable."""
+        records the image (``volume_image_metadata``) and is bootable.
+        Returns the servers its attachments name when it was reserved (to
+        be told ``volume-reimaged``: ``volume.reimaged_event``)."""
         if self.conf.volume.backend != "fake" or (
                 self.conf.volume.enabled_backends):
             raise exception.InvalidInput(
@@ -357,7 +352,12 @@ class VolumeManager:
                     reason="Volume %s status must be %s, but current status "
                            "is %s." % (volume_id, " or ".join(expected),
                                        vol["status"]))
-        self.db.write(reimage)
+            if vol["status"] != states.RESERVED:
+                return []
+            return [a["instance_uuid"] for a in
+                    db.attachment_list(conn, volume_id=volume_id)
+                    if a.get("instance_uuid")]
+        return self.db.write(reimage)
 
     def volume_set_bootable(self, ctx, volume_id, bootable):
         def update(conn):
@@ -441,6 +441,9 @@ class VolumeManager:
             conn, attachment["id"], connector,
             known_empty=attachment["attach_status"] == states.ATT_RESERVED)
         mountpoint = connector.get("mountpoint")
+        # a key in the connection (rbd's read-only users) goes to the
+        # caller only, never into the database
+        keyring = info.pop("keyring", None)
         written = db.attachment_update(conn, attachment["id"], {
             "attach_status": (states.ATT_ATTACHED
                               if attachment["attach_status"]
@@ -452,6 +455,9 @@ class VolumeManager:
             "connection_info": info,
             "attach_time": db.utcnow(),
         })
+        if keyring is not None:
+            written["connection_info"] = dict(written["connection_info"],
+                                              keyring=keyring)
         return dict(attachment, **written)
 
     def attachment_create(self, ctx, volume_id, instance_uuid=None,

@@ -42,6 +42,7 @@ MAX_VERSION = Version(3, 71)
 GROUP_VOLUME = Version(3, 13)               # volume view: group_id
 VOLUME_DETAIL_PROVIDER_ID = Version(3, 21)  # volume view: provider_id (admin)
 NEW_ATTACH = Version(3, 27)                 # /attachments
+VOLUME_EXTEND_INUSE = Version(3, 42)        # os-extend of an in-use volume
 ATTACHMENT_COMPLETE = Version(3, 44)        # os-complete action
 # volume view: shared_targets, service_uuid
 SHARED_TARGETS = Version(3, 48)

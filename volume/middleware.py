@@ -1,5 +1,5 @@
 """Falcon middleware of the volume API other than authentication: the
-request id, the body limit and the microversion.  The order is set in
+request id, the body limit, the body's content type and the microversion.  The order is set in
 ``volume.wsgi``.
 """
 import falcon
@@ -43,6 +43,24 @@ class BodyLimitMiddleware:
         if status == 413:
             raise falcon.HTTPError(falcon.HTTP_413, description=message)
         raise falcon.HTTPBadRequest(description=message)
+
+
+# Cinder's SUPPORTED_CONTENT_TYPES
+JSON_TYPES = ("application/json", "application/vnd.openstack.volume+json")
+
+
+class ContentTypeMiddleware:
+    """A request with a body in anything but JSON is 415 ``badMediaType``
+    "Unsupported Content-Type", as Cinder (and the compute API) answer;
+    a body without a Content-Type is read as JSON."""
+
+    def process_request(self, req, resp):
+        content_type = (req.content_type or "").split(";")[0].strip().lower()
+        if not content_type or content_type in JSON_TYPES:
+            return
+        if (req.content_length or 0) > 0:
+            raise falcon.HTTPUnsupportedMediaType(
+                description="Unsupported Content-Type")
 
 
 class MicroversionMiddleware:

@@ -69,6 +69,9 @@ _RULES = [
           "Complete a volume migration.",
           [("POST", "/volumes/{volume_id}/action "
                     "(os-migrate_volume_completion)")]),
+    _rule("volume_extension:volume_admin_actions:force_detach",
+          "Force detach a volume.",
+          [("POST", "/volumes/{volume_id}/action (os-force_detach)")]),
     _rule("volume_extension:volume_admin_actions:reset_status",
           "Reset status of a volume.",
           [("POST", "/volumes/{volume_id}/action (os-reset_status)")]),

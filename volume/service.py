@@ -36,6 +36,7 @@ def prepare(conf):
         service = manager.register()
         manager.heartbeat()
         manager.restore_backend()
+        manager.extend.recover()
     finally:
         manager.db.dispose()
     LOG.info("Volume service %s (%s) registered", service["host"],

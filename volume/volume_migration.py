@@ -1,7 +1,10 @@
 """Retype and migration of volumes, and the swap loop with the compute API.
 
 An available volume is retyped or moved in place (the fake backend has no
-data to copy).  An attached volume retyped with ``migration_policy:
+data to copy); a retype that changes multiattach updates the storage
+first (the rbd backend drops or restores the image's single-writer
+features, as Cinder's RBD driver does), and an attached volume's
+multiattach cannot change (Cinder's refusal).  An attached volume retyped with ``migration_policy:
 on-demand``, or migrated, goes through the loop that Cinder drives with
 Nova:
 
@@ -93,6 +96,11 @@ class VolumeMigration:
                                "property of an in-use volume.")
                 if policy == "on-demand":
                     return self._start(conn, vol, vtype["id"], host)
+            elif (multiattach != bool(vol["multiattach"])
+                    and host == vol["host"]):
+                # an available volume on its backend: the storage follows
+                # (rbd's image features), the row only if that worked
+                self.manager.backend.retype(vol, multiattach)
             db.volume_update(conn, volume_id, {
                 "volume_type_id": vtype["id"], "multiattach": multiattach,
                 "host": host})

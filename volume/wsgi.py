@@ -16,8 +16,10 @@ Middleware, outermost first:
    max_request_body_size``, 400 for JSON nested too deep to parse;
 3. ``AuthMiddleware``: the RequestContext (noauth token or keystone
    headers), the project id of the URL checked against it;
-4. ``MicroversionMiddleware``: ``OpenStack-API-Version: volume X.Y``;
-5. ``volume.path_ids``: 404 for a route id no object can have, 400 for a
+4. ``ContentTypeMiddleware``: 415 for a body that is not JSON (Cinder's
+   ``SUPPORTED_CONTENT_TYPES``);
+5. ``MicroversionMiddleware``: ``OpenStack-API-Version: volume X.Y``;
+6. ``volume.path_ids``: 404 for a route id no object can have, 400 for a
    NUL in the query string (``volattach.wsgi.storable``).
 
 Then the route table (``volume.routes``), thin handlers
@@ -53,6 +55,7 @@ def make_app(conf, manager=None):
         middleware.BodyLimitMiddleware(
             conf.oslo_middleware.max_request_body_size),
         auth.AuthMiddleware(conf.volume.auth_strategy),
+        middleware.ContentTypeMiddleware(),
         middleware.MicroversionMiddleware(),
         path_ids.middleware(),
     ])

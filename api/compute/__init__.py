@@ -8,6 +8,7 @@ workflows to the conductor: called for microversions below 2.101, cast from
 handlers in ``volattach.api.handlers``; ``API`` composes them into the one
 object the handlers hold.
 """
+from volattach.api.compute.external_events import ExternalEventsAPI
 from volattach.api.compute.flavors_services import FlavorsAPI
 from volattach.api.compute.flavors_services import ServicesAPI
 from volattach.api.compute.instance_actions import InstanceActionsAPI
@@ -20,7 +21,7 @@ from volattach.api.compute.volume_attachments import VolumeAttachmentsAPI
 
 class API(ServersAPI, VolumeAttachmentsAPI, ServerActionsAPI,
           InstanceActionsAPI, FlavorsAPI, ServicesAPI, KeypairsAPI,
-          MigrationsAPI):
+          MigrationsAPI, ExternalEventsAPI):
     """The whole facade (``API(volume_api=None, compute_task_api=None)``:
     the volume client and the conductor's task API by default)."""
 

@@ -88,7 +88,8 @@ class FacadeBase:
         # computes seen up a moment ago (volattach.servicegroup.UpCache)
         self._computes_up = servicegroup.UpCache()
         # the images the up computes reported a moment ago
-        self._images = images.ReportedImages()
+        # (or, with [glance], Glance)
+        self._images = images.image_check()
 
     # -- checks -------------------------------------------------------------------------
     @staticmethod

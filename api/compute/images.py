@@ -1,6 +1,15 @@
-"""Which imageRefs a server can boot: the images the computes report.
+"""Which imageRefs a server can boot: Glance's images when an image service
+is configured (``[glance]``, ``GlanceImages``), else the images the
+computes report (``ReportedImages``).
 
-There is no image service.  Each compute reports, in its services row, the
+With Glance, as Nova checks: an image Glance does not have, or that the
+caller may not see (a private image of another project, a shared one the
+caller's project did not accept), is 400 "Image X could not be found.";
+one that is not ``active`` is 400 "Image X is not active."; Glance not
+answering is 503.  Every compute can boot any Glance image (the libvirt
+driver downloads it), so the computes report no list then.
+
+Without an image service:  Each compute reports, in its services row, the
 ids of the images its virt driver can boot (``Service.images``: the
 libvirt driver's ``[libvirt] image_dir`` directories, the fake driver's
 ``[compute] fake_images``), when it registers and again on its periodic
@@ -28,6 +37,7 @@ reported its list.  What remains is the compute's own delay: an image put
 into a compute's directory is reported at its next state report
 (``report_interval``).
 """
+import logging
 import threading
 import time
 
@@ -36,6 +46,10 @@ from volattach import context as volattach_context
 from volattach import exception
 from volattach import objects
 from volattach import servicegroup
+from volattach.conf import CONF
+from volattach.image import glance
+
+LOG = logging.getLogger(__name__)
 
 
 def _admin(context):
@@ -112,3 +126,43 @@ class ReportedImages:
     def clear(self):
         with self._lock:
             self._union = None
+
+
+class GlanceImages:
+    """The imageRef check of the compute API when Glance is configured."""
+
+    def __init__(self, client=None):
+        self.client = client or glance.GlanceClient(CONF)
+
+    def check(self, context, image_ref, host=None):
+        if not image_ref:
+            return
+        try:
+            image = self.client.show(image_ref)
+            member = None
+            if (context is not None and not context.is_admin
+                    and image.get("visibility") == "shared"
+                    and image.get("owner") != context.project_id):
+                member = self.client.member_status(image_ref,
+                                                   context.project_id)
+        except glance.ImageNotFound:
+            raise _not_found(image_ref)
+        except glance.ImageServiceError as exc:
+            LOG.warning("imageRef %s: %s", image_ref, exc)
+            raise exception.ImageServiceUnavailable()
+        if context is not None and not glance.visible_to(
+                image, context.project_id, context.is_admin, member):
+            raise _not_found(image_ref)
+        if image.get("status") != "active":
+            raise exception.InvalidInput(
+                message="Image %s is not active." % image_ref)
+
+    def clear(self):
+        pass
+
+
+def image_check():
+    """The check this configuration calls for."""
+    if glance.configured(CONF):
+        return GlanceImages()
+    return ReportedImages()

@@ -11,6 +11,15 @@ import abc
 MAX_CONSOLE_BYTES = 100 * 1024
 
 
+# Why a read-only disk does not grow: libvirt refuses virDomainBlockResize
+# on it ("can't resize empty or readonly disk", libvirt 11) and QEMU's
+# block_resize refuses a read-only node ("Image is read-only", QEMU 7.2),
+# whatever the protocol.
+READ_ONLY_RESIZE_REFUSED = ("the disk %s is attached read-only, and "
+                            "libvirt and QEMU cannot resize a read-only "
+                            "disk: detach and attach it again to see the "
+                            "new size")
+
 class ComputeDriver(abc.ABC):
 
     def __init__(self, host):
@@ -71,6 +80,12 @@ class ComputeDriver(abc.ABC):
     def swap_volume(self, instance, old_connection_info, new_connection_info,
                     device_name):
         """Replace the volume behind ``device_name`` (both are connected)."""
+
+    def extend_volume(self, instance, connection_info, device_name,
+                      new_size, mode="rw"):
+        """Grow the guest's disk of a volume to ``new_size`` bytes (the
+        volume grew on its backend) so that the guest sees it."""
+        raise NotImplementedError("this driver cannot extend a volume")
 
     def power_off(self, instance):
         pass

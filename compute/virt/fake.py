@@ -220,6 +220,24 @@ class FakeDriver(driver.ComputeDriver):
         with self._lock:
             self._guest(instance)["devices"][device_name] = new_connection_info
 
+    def extend_volume(self, instance, connection_info, device_name,
+                      new_size, mode="rw"):
+        """The guest's disk at ``device_name`` now has ``new_size`` bytes
+        (``guest["sizes"]``); as QEMU, a disk the guest does not have, or a
+        read-only one, cannot grow."""
+        self._step("extend")
+        with self._lock:
+            guest = self.guests.get(instance.uuid) or {}
+            if device_name not in guest.get("devices", {}):
+                raise exception.VirtDriverError(
+                    operation="extend", reason="no disk %s in guest %s"
+                    % (device_name, instance.uuid))
+            if guest["modes"].get(device_name) == "ro":
+                raise exception.VirtDriverError(
+                    operation="extend",
+                    reason=driver.READ_ONLY_RESIZE_REFUSED % device_name)
+            guest.setdefault("sizes", {})[device_name] = new_size
+
     # -- live migration (compute RPC 1.3) ----------------------------------------
     def pre_live_migration(self, instance, block_device_info):
         """Destination: the volumes are connected; get ready for the guest."""

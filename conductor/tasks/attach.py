@@ -97,6 +97,8 @@ class AttachVolumeTask(base.TaskBase):
         # attach: `openstack volume set --read-only`)
         if attachment.get("attach_mode") in block_device_obj.ATTACH_MODES:
             self.attach_mode = attachment["attach_mode"]
+        base.check_compute_takes_key(self.context, self.instance.host,
+                                     attachment.get("connection_info"))
         # One save of the attachment, its mode and its connection.  Until
         # it lands, the rollback has the attachment's id, and after a crash
         # the reconcile pass finds the attachment through its server (an

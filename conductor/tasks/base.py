@@ -22,6 +22,11 @@ How a task records its steps (``TaskBase``):
   logged and the others still run.  A task extends ``rollback`` to record
   the failure (instance-action event, notification) after the undos.
 
+At DEBUG the task logs its story: its start and end, each recorded step
+(with its undo), the rollback and each undo it runs; the RPC and volume
+calls of the steps log themselves (``volattach.rpc``,
+``volume_client.cinder``).
+
 A restart of the database or of the volume service (or a request that one
 of them refused with 503 meanwhile) must not leave a workflow half done.
 Each has ONE retry layer, the one that knows what may be sent again:
@@ -95,14 +100,40 @@ class Event:
         (event or cls(context, instance_uuid, name)).failure(error)
 
 
+def carries_key(info):
+    """Whether a connection hands the compute a key (an rbd ``keyring``:
+    the volume's own read-only Ceph user)."""
+    return bool(info) and bool(info.get("keyring"))
+
+
 def min_version_for(context, instance):
     """The compute service version a host needs for ``instance``'s volumes:
-    read-only ones need computes that honour attach_mode."""
+    read-only ones need computes that honour attach_mode, those whose
+    connection carries a key computes that take it."""
     from volattach.objects import service as service_obj
     bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(context, instance.uuid)
-    if any(b.is_volume and b.attach_mode == "ro" for b in bdms):
+    ro = [b for b in bdms if b.is_volume and b.attach_mode == "ro"]
+    if any(carries_key(b.get_connection_info()) for b in ro):
+        return service_obj.RBD_KEYRING_SERVICE_VERSION
+    if ro:
         return service_obj.READ_ONLY_ATTACH_SERVICE_VERSION
     return None
+
+
+def check_compute_takes_key(context, host, info):
+    """ComputeTooOldForFeature (409) when ``info`` carries a key and
+    ``host``'s compute is older than the computes that take one (it would
+    look for a keyring file the volume service no longer writes)."""
+    from volattach.objects import service as service_obj
+    if not carries_key(info):
+        return
+    service = retry_transient(objects.Service.get_by_host_and_binary,
+                              context.elevated(), host, "volattach-compute")
+    if service is None or (service.version
+                           < service_obj.RBD_KEYRING_SERVICE_VERSION):
+        raise exception.ComputeTooOldForFeature(
+            host=host, feature="read-only rbd attachments (the volume's key "
+                               "in the connection)")
 
 
 def schedule(context, instance):
@@ -185,7 +216,13 @@ class TaskBase:
         self.connectors = connectors
         self._undo = []
 
+    def _debug(self, text, *args):
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug("%s of %s: " + text, type(self).__name__,
+                      getattr(self.instance, "uuid", "-"), *args)
+
     def execute(self):
+        self._debug("start")
         if not self._first_delivery():
             return None
         try:
@@ -194,6 +231,7 @@ class TaskBase:
             with excutils.save_and_reraise_exception():
                 self.rollback(error)
         self._on_success()
+        self._debug("done")
         return result
 
     def _execute(self):
@@ -231,8 +269,11 @@ class TaskBase:
     def rollback(self, error):
         """Undo the recorded steps, newest first.  An undo that fails is
         logged and the others still run."""
+        self._debug("rolling back %d step(s) after %s: %s", len(self._undo),
+                    type(error).__name__, str(error).split("\n", 1)[0])
         while self._undo:
             step = self._undo.pop()
+            self._debug("rollback: %s", step.what)
             try:
                 step.undo()
             except Exception:
@@ -244,6 +285,7 @@ class TaskBase:
         """Record a completed step: ``undo(*args, **kwargs)`` undoes it."""
         step = Step(what, functools.partial(undo, *args, **kwargs))
         self._undo.append(step)
+        self._debug("step done (undo: %s)", what)
         return step
 
     @contextlib.contextmanager
@@ -255,13 +297,17 @@ class TaskBase:
         step = Step(what, functools.partial(undo, *args, **kwargs))
         try:
             yield step
-        except unknown:
+        except unknown as error:
             self._undo.append(step)
+            self._debug("step outcome unknown (%s) (undo: %s)",
+                        type(error).__name__, step.what)
             raise
         self._undo.append(step)
+        self._debug("step done (undo: %s)", step.what)
 
     def _commit_steps(self):
         """The steps so far are final: a later failure undoes none of them."""
+        self._debug("steps committed: no rollback past this point")
         self._undo.clear()
 
     # -- steps and undos several workflows share ---------------------------

@@ -152,6 +152,8 @@ class LiveMigrationTask(base.TaskBase):
             self.context, attachment["id"],
             self._connector(self.dest, bdm.device_name, mode),
             mountpoint=bdm.device_name)
+        base.check_compute_takes_key(self.context, self.dest,
+                                     attachment.get("connection_info"))
         new = bdm.obj_clone()
         new.attachment_id = attachment["id"]
         new.set_connection_info(

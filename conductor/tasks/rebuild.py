@@ -5,14 +5,18 @@ volume-backed server's root volume is re-imaged by the volume service
 import logging
 
 from volattach import objects
+from volattach.conductor import instance_events
 from volattach.conductor.tasks import base
+from volattach.conf import CONF
 from volattach.db.models import utcnow
 from volattach.objects import instance as instance_obj
 from volattach import exception
 
 LOG = logging.getLogger(__name__)
-# seconds the root volume may take to be re-imaged (os-reimage)
-REIMAGE_TIMEOUT = 300.0
+# the size an image counts for in Nova's reimage_timeout_per_gb: there is
+# no image service to tell it (the images here are a kernel and an
+# initramfs, under 1 GiB, which Nova rounds up to 1)
+IMAGE_GIB = 1
 
 
 class RebuildTask(base.TaskBase):
@@ -112,17 +116,28 @@ class RebuildTask(base.TaskBase):
                 attr="attachment of the root volume %s" % root.volume_id,
                 state=old)
         self._delete_logged(old)
-        self.volume_api.reimage(context, root.volume_id,
-                                self.reimage_image_id, reimage_reserved=True)
-        # the fake backend answers once done; a real Cinder downloads first
-        self.volume_api.wait_for_volume_status(
-            context, root.volume_id, "reserved",
-            timeout=REIMAGE_TIMEOUT)
+        self._reimage(root.volume_id)
         self._connect_volumes(instance.host, [root])
         self.compute_rpcapi.build_and_run_instance(context, instance, bdms)
         self._complete_volumes([root])
         if not power_on:
             self.compute_rpcapi.power_off_instance(context, instance)
+
+    def _reimage(self, volume_id):
+        """os-reimage, then wait for the volume service's volume-reimaged
+        event (registered before the call, so that an event that comes
+        back at once is not missed), as Nova's compute does: up to
+        ``reimage_timeout_per_gb`` seconds per GiB of the image
+        (EventWaitTimeout), a failed event raising EventFailed."""
+        waiter = instance_events.EVENTS.prepare(
+            self.instance.uuid, "volume-reimaged", volume_id)
+        try:
+            self.volume_api.reimage(self.context, volume_id,
+                                    self.reimage_image_id,
+                                    reimage_reserved=True)
+            waiter.wait(CONF.reimage_timeout_per_gb * IMAGE_GIB)
+        finally:
+            instance_events.EVENTS.forget(waiter)
 
     def _delete_logged(self, attachment_id):
         try:

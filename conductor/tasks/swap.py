@@ -57,6 +57,8 @@ class SwapVolumeTask(base.TaskBase):
                 self._connector(self.instance.host, bdm.device_name,
                                 bdm.attach_mode),
                 mountpoint=bdm.device_name)
+            base.check_compute_takes_key(self.context, self.instance.host,
+                                         attachment.get("connection_info"))
             # the NEW volume's multiattach flag (<shareable/> or not)
             new_connection_info = self._connection_info(self.new_volume_id,
                                                          attachment)

@@ -4,6 +4,8 @@
 defaults, with ``HOME`` pointed at a temporary directory and the ports given
 through oslo.config's ``OS_<GROUP>__<OPTION>`` environment variables), starts
 ``volattach-all``, waits for both HTTP services and stops it with SIGTERM.
+With ``log_file=False`` it runs without ``--log-file``: its stderr goes to
+``stderr_path`` (then also ``log_file``) and its stdout to ``stdout_path``.
 """
 import os
 import signal
@@ -31,7 +33,8 @@ def port_open(port, host="127.0.0.1"):
 
 class AllInOneProcess:
 
-    def __init__(self, tmp_path, options=None, config_file=True):
+    def __init__(self, tmp_path, options=None, config_file=True,
+                 log_file=True, extra_args=()):
         self.tmp_path = tmp_path
         self.api_port = utils.free_port()
         self.volume_port = utils.free_port()
@@ -43,6 +46,12 @@ class AllInOneProcess:
         self.env = {k: v for k, v in self.env.items()
                     if not k.startswith("OS_")}
         self.args = ["--log-file", str(self.log_file)]
+        self.stdout_path = self.stderr_path = None
+        if not log_file:
+            self.stdout_path = tmp_path / "volattach-all.stdout"
+            self.stderr_path = self.log_file = tmp_path / "volattach-all.stderr"
+            self.args = []
+        self.args += list(extra_args)
         self.config_file = None
         if config_file:
             groups = {"DEFAULT": {"state_path": str(self.state_path)},
@@ -69,15 +78,22 @@ class AllInOneProcess:
         self.proc = None
 
     def start(self, timeout=90):
-        self.proc = subprocess.Popen(
-            [script("volattach-all")] + self.args, env=self.env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if self.stderr_path is not None:
+            with open(self.stdout_path, "w") as out, \
+                    open(self.stderr_path, "w") as err:
+                self.proc = subprocess.Popen(
+                    [script("volattach-all")] + self.args, env=self.env,
+                    stdout=out, stderr=err, text=True)
+        else:
+            self.proc = subprocess.Popen(
+                [script("volattach-all")] + self.args, env=self.env,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError("volattach-all exited %s:\n%s\n%s" % (
-                    self.proc.returncode, self.proc.stdout.read(),
-                    self.log()))
+                    self.proc.returncode, self.proc.stdout.read()
+                    if self.proc.stdout else "", self.log()))
             try:
                 if (requests.get(self.api_url + "/", timeout=2).status_code
                         == 200 and requests.get(self.volume_url + "/",
@@ -115,4 +131,5 @@ class AllInOneProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=10)
-        self.proc.stdout.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()

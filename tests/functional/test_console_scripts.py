@@ -51,11 +51,13 @@ def test_manage_db_version_shows_both_databases(tmp_path):
 
 
 def test_manage_reconcile_without_credentials_is_one_line(tmp_path):
-    """A configuration file that leaves [cinder] on keystone without
-    service credentials: one line saying so (and what volattach-all's
-    files need), exit status 1, no traceback."""
+    """A daemons' configuration file (it names a broker, so volattach-all's
+    loopback defaults do not apply) that leaves [cinder] on keystone
+    without service credentials: one line saying so (and what
+    volattach-all's files need), exit status 1, no traceback."""
     conf = tmp_path / "volattach.conf"
-    conf.write_text("[DEFAULT]\nstate_path = %s\n" % tmp_path)
+    conf.write_text("[DEFAULT]\nstate_path = %s\n"
+                    "transport_url = rabbit://u:p@127.0.0.1:9/\n" % tmp_path)
     assert _run("volattach-manage", "--config-file", str(conf), "db",
                 "sync").returncode == 0
     result = _run("volattach-manage", "--config-file", str(conf),

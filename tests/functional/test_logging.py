@@ -8,7 +8,9 @@ oslo.log's ContextFormatter, over real HTTP to the in-process services.
   handlers and of the middleware (401, 404 of an unknown path, 406, 413);
 - a refusal that is the caller's fault (a device path in use, refused by
   the compute over RPC) leaves no ERROR and no traceback, and the client
-  still gets its 409; a genuine failure still logs its traceback at ERROR.
+  still gets its 409; a genuine failure still logs its traceback at ERROR;
+- at DEBUG a workflow that fails says it rolls back, and each undo it
+  runs, under the request's id.
 """
 import io
 import logging
@@ -17,10 +19,10 @@ import uuid
 
 import pytest
 import requests
-from oslo_log import formatters
 
 from tests import utils
 from tests.integration import client as clients
+from volattach import log_setup
 from volattach.conf import CONF
 
 # both requests of a test on the same worker thread of each server
@@ -42,24 +44,35 @@ class _Captured:
         return self.stream.getvalue()
 
 
-@pytest.fixture
-def logs():
-    """Everything logged at INFO and above, formatted by oslo.log."""
+def _capture(level):
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(formatters.ContextFormatter(config=CONF,
+    handler.setFormatter(log_setup.EscapingFormatter(config=CONF,
                                                      project="volattach"))
     root, ours = logging.getLogger(), logging.getLogger("volattach")
     levels = root.level, ours.level
     root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    ours.setLevel(logging.INFO)
+    root.setLevel(level)
+    ours.setLevel(level)
     try:
         yield _Captured(stream)
     finally:
         root.removeHandler(handler)
         root.setLevel(levels[0])
         ours.setLevel(levels[1])
+
+
+@pytest.fixture
+def logs():
+    """Everything logged at INFO and above, formatted as the services
+    format it (oslo.log's format, escaped: ``volattach.log_setup``)."""
+    yield from _capture(logging.INFO)
+
+
+@pytest.fixture
+def debug_logs():
+    """Everything logged, DEBUG included."""
+    yield from _capture(logging.DEBUG)
 
 
 def _rid(headers):
@@ -214,3 +227,29 @@ def test_a_server_error_is_still_logged_with_its_traceback(deployment, logs):
     errors = [line for line in logged.splitlines() if " ERROR " in line]
     assert any("injected failure" in line for line in errors), logged
     assert any("Traceback" in line for line in errors), logged
+
+
+def test_a_rollback_tells_each_undo_at_debug(deployment, debug_logs):
+    api = clients.ComputeClient(deployment.api_url, "alice:demo")
+    volumes = clients.VolumeClient(deployment.volume_url, "alice:demo")
+    server_id = _new_server(api)
+    volume_id = _new_volume(volumes)
+    CONF.set_override("fail_operations", ["attach"], group="fake_driver")
+    try:
+        start = len(debug_logs.text())
+        status, body, headers = api.attach_volume(server_id, volume_id)
+    finally:
+        CONF.clear_override("fail_operations", group="fake_driver")
+    assert status == 500, body
+    ours = [line for line in debug_logs.text()[start:].splitlines()
+            if _rid(headers) in line and " DEBUG " in line]
+    task = "AttachVolumeTask of %s: " % server_id
+    told = [line.split(task, 1)[1] for line in ours if task in line]
+    # the compute refused the attach (and unplugged it itself): the two
+    # steps before it are undone, newest first
+    rolling = [i for i, line in enumerate(told) if line.startswith(
+        "rolling back 2 step(s) after VirtDriverError")]
+    assert rolling, "\n".join(ours)
+    undos = [line.split(" ")[1] for line in told[rolling[0] + 1:]
+             if line.startswith("rollback: ")]
+    assert undos == ["delete", "destroy"], told

@@ -123,3 +123,89 @@ def test_readme_flows_curl_then_openstackclient(flows):
 def test_readme_flows_openstackclient_then_curl(flows):
     _check_osc(flows("openstackclient"), flows.deployment)
     _check_curl(flows("curl"), flows.deployment)
+
+
+# -- drift of the README's other commands (issue 33, item 8): fast checks,
+# no deployment --------------------------------------------------------------
+
+def _sh_blocks():
+    return _blocks(README.read_text(), "sh")
+
+
+def _code(line):
+    """A shell line without its comment (a ``#`` that starts a word)."""
+    return re.split(r"(?:^|\s)#", line, maxsplit=1)[0]
+
+
+_COMMAND_START = re.compile(
+    r"(?:^|&&|\|\||;|\||\$\(|\bthen\b|\bdo\b)\s*(volattach-[a-z]+)\b")
+
+
+def test_readme_console_scripts_run_as_written():
+    """After scripts/run the console scripts are in .venv/bin, not on
+    PATH: a block calls them by path, or puts them on PATH first."""
+    bare = []
+    for block in _sh_blocks():
+        on_path = False
+        for line in block.splitlines():
+            code = _code(line)
+            if re.match(r"\s*export PATH=", code):
+                on_path = True
+            if not on_path:
+                bare += [(m.group(1), line.strip())
+                         for m in _COMMAND_START.finditer(code)]
+    assert bare == [], bare
+
+
+def test_readme_shell_functions_hide_no_command():
+    names = set()
+    for block in _sh_blocks():
+        names |= set(re.findall(r"^\s*([A-Za-z_][\w-]*)\s*\(\)\s*\{", block,
+                                re.M))
+    assert names, "the curl flow defines its helpers"
+    for name in sorted(names):
+        kind = subprocess.run(["bash", "-c", "type -t %s || true" % name],
+                              capture_output=True, text=True).stdout.strip()
+        assert kind == "", "%s() hides the %s %s" % (name, kind, name)
+
+
+def test_readme_curl_waits_time_out_with_a_message():
+    curl_script = readme_flows()[0]
+    [definition] = re.findall(r"^wait_for\(\) \{.*?^\}$", curl_script,
+                              re.M | re.S)
+    from tests import utils
+    closed = "http://127.0.0.1:%d/" % utils.free_port()
+    proc = subprocess.run(
+        ["bash", "-c", "T=x; %s\nWAIT=2 wait_for %s never" % (definition,
+                                                             closed)],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "timed out waiting for never at %s" % closed in proc.stderr
+
+
+def test_readme_copies_into_directories_it_created():
+    missing = []
+    for block in _sh_blocks():
+        made = set()
+        for line in block.splitlines():
+            code = _code(line)
+            for match in re.finditer(r"\bmkdir\s+(?:-p\s+)?(\S+)", code):
+                made.add(match.group(1).rstrip("/"))
+            for match in re.finditer(r"\bcp\s+(?:-\w+\s+)*\S+\s+(/\S+)", code):
+                parent = match.group(1).rsplit("/", 1)[0]
+                if parent not in made:
+                    missing.append(line.strip())
+    assert missing == [], missing
+
+
+def test_readme_example_image_ids_agree():
+    from volattach import conf as volattach_conf
+    defaults = next(o.default for o in volattach_conf.compute_opts
+                    if o.name == "fake_images")
+    uuid = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    text = README.read_text()
+    refs = re.findall(r'"imageRef": "(%s)"' % uuid, text)
+    assert refs and set(refs) <= set(defaults), (refs, defaults)
+    [row] = [line for line in text.splitlines()
+             if line.startswith("| `[compute] fake_images`")]
+    assert re.findall(uuid, row) == list(defaults), row

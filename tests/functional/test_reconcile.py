@@ -5,6 +5,7 @@ everything alone, grace 0 repairs everything, and the pass after that finds
 nothing.  Also ``volattach-manage attachments reconcile`` as a separate
 process on the same databases, and the conductor's own periodic pass."""
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -230,6 +231,13 @@ def test_manage_command_dry_run_then_repair(deployment, api, volumes,
     assert result.returncode == 0, result.stderr
     assert "orphan_attachment" in result.stdout and att["id"] in result.stdout
     assert "would repair" in result.stdout
+    # its summary once, on stdout; log lines (if any) on stderr only
+    summary = result.stdout.splitlines()[-1]
+    assert summary.startswith("dry run (grace "), result.stdout
+    report = summary.split("): ", 1)[1]
+    assert (result.stdout + result.stderr).count(report) == 1, result
+    assert not re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\S+ \d+ [A-Z]+ ",
+                         result.stdout, re.M), result.stdout
     assert volume_api.get(ctx, vid)["status"] == "reserved"
 
     # default grace (600 s): too young

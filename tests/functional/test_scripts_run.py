@@ -62,6 +62,8 @@ def test_scripts_run_prints_progress_while_it_installs(tmp_path):
     assert seconds and 5 <= seconds[0] <= 7, lines
     assert all(4 <= b - a <= 7 for a, b in zip(seconds, seconds[1:])), lines
     assert lines[-1].startswith("scripts/run: installed in "), lines
+    # and where the console scripts are (issue 33, item 8)
+    assert ('export PATH="%s/.venv/bin:$PATH"' % project) in lines[-1], lines
     assert first.stdout == "volattach-all ['--version']\n"
 
     # installed: the next run starts at once, without a word

@@ -463,3 +463,16 @@ def test_live_migration_defines_the_secrets_on_the_destination(
     while [n for n in tgt.targets() if n.startswith(PREFIX_LM)]:
         assert time.monotonic() < deadline, tgt.targets()
         time.sleep(0.2)
+
+
+def test_in_use_extend_reaches_the_guest_at_its_next_plug(
+        iscsi_api, iscsi_volumes, iscsi_guests, iscsi_deployment):
+    """The LUN follows the file (tgtd reports the new size), and the guest
+    sees it once plugged again."""
+    a, _ = iscsi_guests
+    volume_id = rbd_tests._volume(iscsi_volumes, iscsi_deployment)
+    _, size, _ = rbd_tests._attach(iscsi_api, iscsi_volumes, a, volume_id,
+                                   "rw")
+    assert size == 1024 ** 3
+    rbd_tests.extend_then_replug(iscsi_api, iscsi_volumes, a, volume_id)
+    rbd_tests._detach(iscsi_api, a, volume_id)

@@ -5,12 +5,14 @@ for a live migration between two libvirt daemons.
 
 A multiattach volume is attached read-write to guest A and read-only to
 guest B: A writes and reads back, B reads A's data and cannot write (QEMU's
-flag, and under it a cephx identity whose writes the cluster refuses);
-the disks are QEMU's own rbd clients with the cephx secret the compute
-defined in libvirt from Ceph's keyring, ``<shareable/>`` in both guests
-(a single-attach volume's disk is not).  After the detaches no watcher is
-left on the image.  A read-only attach whose keyring is missing fails
-cleanly and names the file; so does an attach while the monitor is down.
+flag, and under it the volume's own read-only cephx identity, whose key
+came in the connection and sits only in a private, ephemeral libvirt
+secret); A's disk uses the dedicated read-write user (``profile rbd``,
+not admin), and the volume service itself runs as a user that may manage
+only the read-only users.  The disks are QEMU's own rbd clients,
+``<shareable/>`` in both guests (a single-attach volume's disk is not).
+After the detaches no watcher is left on the image and the read-only
+identity is gone.  An attach while the monitor is down fails cleanly.
 A guest with an rw and an ro rbd volume is shelved, offloaded and
 unshelved with both, and another moves to the peer libvirt, whose compute
 defines the secrets there.
@@ -34,8 +36,14 @@ from tests.integration import client as clients
 
 CEPH_CONF = "/etc/ceph/ceph.conf"
 POOL = os.environ.get("VOLATTACH_TEST_CEPH_POOL", "volumes")
-RBD_USER = "admin"
-READONLY_USER = "volattach-readonly"
+RBD_USER = "volattach-test-rw"          # read-write attachments
+SERVICE_USER = "volattach-test-svc"     # the volume service itself
+READONLY_USER = "volattach-readonly"    # + "-<volume id>" per volume
+SERVICE_MON_CAPS = (
+    'profile rbd, ' + ", ".join(
+        'allow command "auth %s" with entity prefix client.%s-'
+        % (command, READONLY_USER)
+        for command in ("get-or-create", "caps", "get", "del")))
 PATTERN = "volattach-rbd-%s" % uuid.uuid4().hex[:8]
 OFFSET = 2048        # sectors: away from what a partition scan reads
 
@@ -55,19 +63,43 @@ def ceph_unavailable():
     return None
 
 
+def ceph_users():
+    """The read-write attach user and the volume service's user of
+    README's Ceph RBD volumes section, their keyrings in /etc/ceph (the
+    operator's way for these two; read-only users have no file)."""
+    for user, mon, osd in (
+            (RBD_USER, "profile rbd", "profile rbd pool=%s" % POOL),
+            (SERVICE_USER, SERVICE_MON_CAPS, "profile rbd pool=%s" % POOL)):
+        # the caps of this tree, also on a user an older run made
+        subprocess.run(["ceph", "auth", "get-or-create", "client." + user],
+                       check=True, capture_output=True, timeout=60)
+        subprocess.run(["ceph", "auth", "caps", "client." + user,
+                        "mon", mon, "osd", osd],
+                       check=True, capture_output=True, timeout=60)
+        subprocess.run(["ceph", "auth", "get", "client." + user, "-o",
+                        "/etc/ceph/ceph.client.%s.keyring" % user],
+                       check=True, capture_output=True, timeout=60)
+
+
+def _identity_exists(user):
+    return subprocess.run(["ceph", "auth", "get", "client." + user],
+                          capture_output=True, timeout=60).returncode == 0
+
+
 class RBDDeployment(guest_env.Deployment):
     """The guest tier's volattach-all, its volume service on the rbd
-    backend (the service's own user, and that of read-write attachments:
-    ``rbd_user``)."""
+    backend as ``rbd_user`` (a user that may manage the read-only users
+    only), read-write attachments as ``rbd_attach_user``."""
 
-    def __init__(self, tmp, image_dir, pool=POOL, rbd_user=RBD_USER):
+    def __init__(self, tmp, image_dir, pool=POOL, rbd_user=SERVICE_USER):
         super().__init__(tmp, image_dir)
         with open(self.conf) as f:
             text = f.read()
         assert "backend = file\nbackend_name = file\n" in text
         text = text.replace("backend = file\nbackend_name = file\n",
                             "backend = rbd\nbackend_name = rbd\n")
-        text += "[rbd]\nrbd_pool = %s\nrbd_user = %s\n" % (pool, rbd_user)
+        text += ("[rbd]\nrbd_pool = %s\nrbd_user = %s\nrbd_attach_user = "
+                 "%s\n" % (pool, rbd_user, RBD_USER))
         with open(self.conf, "w") as f:
             f.write(text)
 
@@ -78,6 +110,7 @@ def rbd_deployment(image_id, tmp_path_factory):
     if reason:
         guest_env._unavailable(reason)
     image_dir, _ = image_id
+    ceph_users()
     d = RBDDeployment(str(tmp_path_factory.mktemp("guest-rbd")), image_dir)
     d.start()
     d.created = []
@@ -155,8 +188,11 @@ def _keyring_key(user):
 
 def _check_auth(disk, volume_id, user, uri="qemu:///system"):
     """QEMU opens ``pool/volume-<id>`` as ``user`` with the libvirt
-    secret the compute defined from the user's keyring (QEMU as root
-    would also find the keyring itself: the live XML must say)."""
+    secret the compute defined (QEMU as root would also find a keyring
+    itself: the live XML must say).  The read-write user's secret holds
+    its keyring's key; a volume's read-only user's is private and
+    ephemeral (its value cannot be read back; QEMU reading proves it) and
+    no keyring of it exists on the host."""
     source = disk.find("source")
     assert (disk.get("type"), source.get("protocol"), source.get("name")) \
         == ("network", "rbd", "%s/volume-%s" % (POOL, volume_id))
@@ -166,8 +202,18 @@ def _check_auth(disk, volume_id, user, uri="qemu:///system"):
     assert auth is not None and auth.get("username") == user
     secret = auth.find("secret")
     assert secret.get("type") == "ceph"
+    if user.startswith(READONLY_USER + "-"):
+        xml = ET.fromstring(_virsh("secret-dumpxml", secret.get("uuid"),
+                                   uri=uri))
+        assert (xml.get("ephemeral"), xml.get("private")) == ("yes", "yes")
+        assert not os.path.exists("/etc/ceph/ceph.client.%s.keyring" % user)
+        return
     value = _virsh("secret-get-value", secret.get("uuid"), uri=uri).strip()
     assert base64.b64decode(value) == base64.b64decode(_keyring_key(user))
+
+
+def _ro_user(volume_id):
+    return "%s-%s" % (READONLY_USER, volume_id)
 
 
 def _watchers(volume_id):
@@ -214,7 +260,7 @@ def test_multiattach_rw_and_cluster_held_ro(rbd_api, rbd_volumes,
     assert disk_b.find("readonly") is not None
     assert disk_b.find("shareable") is not None
     # the read-only attachment's identity: the cluster refuses its writes
-    _check_auth(disk_b, volume_id, READONLY_USER)
+    _check_auth(disk_b, volume_id, _ro_user(volume_id))
     assert len(_watchers(volume_id)) == 2
     status, out = b.run(
         "blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d count=1 "
@@ -228,6 +274,8 @@ def test_multiattach_rw_and_cluster_held_ro(rbd_api, rbd_volumes,
     rbd_volumes.wait_for_volume_status(volume_id, "in-use")
     _detach(rbd_api, b, volume_id)
     rbd_volumes.wait_for_volume_status(volume_id, "available")
+    # the last read-only attachment took the volume's identity with it
+    assert not _identity_exists(_ro_user(volume_id))
     deadline = time.monotonic() + 10
     while _watchers(volume_id):
         assert time.monotonic() < deadline, _watchers(volume_id)
@@ -286,7 +334,7 @@ def test_shelve_offload_and_unshelve_keep_the_rbd_volumes(
     disks = {v: guest.wait_disk(v, since=since) for v in (rw, ro)}
     assert [disks[v][2] for v in (rw, ro)] == ["0", "1"], disks
     _check_auth(_live_disk(guest, rw), rw, RBD_USER)
-    _check_auth(_live_disk(guest, ro), ro, READONLY_USER)
+    _check_auth(_live_disk(guest, ro), ro, _ro_user(ro))
     dev = disks[rw][0]
     status, out = guest.run(
         "blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d count=1 "
@@ -310,50 +358,6 @@ def _action_events(api, server_id, request_id, timeout=60):
             return events
         assert time.monotonic() < deadline, (code, body)
         time.sleep(0.2)
-
-
-def test_missing_keyring_fails_the_attach_cleanly(rbd_api, rbd_volumes,
-                                                  rbd_guests, rbd_deployment):
-    """No libvirt secret and no keyring for the read-only identity: the
-    attach fails, its event names the keyring, the volume is available
-    and nothing is left.  (The volume service writes the keyring when it
-    first needs the identity, and not again in the same process.)"""
-    a, _ = rbd_guests
-    keyring = "/etc/ceph/ceph.client.%s.keyring" % READONLY_USER
-    volume_id = _volume(rbd_volumes, rbd_deployment)
-    # a read-only attachment in this volume service's life: it has made
-    # the identity and written its keyring
-    _attach(rbd_api, rbd_volumes, a, volume_id, "ro")
-    _detach(rbd_api, a, volume_id)
-    rbd_volumes.wait_for_volume_status(volume_id, "available")
-    assert os.path.exists(keyring)
-    secrets = [line.split()[0] for line in
-               _virsh("secret-list").splitlines()[2:] if line.strip()
-               and READONLY_USER in line]
-    assert secrets
-    saved = keyring + ".saved-by-test"
-    os.rename(keyring, saved)
-    try:
-        for uuid_ in secrets:
-            _virsh("secret-undefine", uuid_)
-        code, body, headers = rbd_api.attach_volume(
-            a.id, volume_id, attach_mode="ro")
-        assert code == 202, (code, body)
-        events = _action_events(rbd_api, a.id,
-                                headers["x-openstack-request-id"])
-        failed = [e for e in events if e.get("result") == "Error"]
-        assert failed, events
-        assert any(keyring in (e.get("traceback") or "")
-                   + (e.get("details") or "") for e in failed), failed
-        rbd_volumes.wait_for_volume_status(volume_id, "available")
-        rbd_api.wait_for_volume_attachment_gone(a.id, volume_id)
-        assert volume_id[:20] not in a.disks()
-        code, body, _ = rbd_volumes.list_attachments(volume_id=volume_id,
-                                                     microversion="3.27")
-        assert code == 200 and body["attachments"] == [], body
-        assert _watchers(volume_id) == []
-    finally:
-        os.rename(saved, keyring)
 
 
 def _stop_monitor():
@@ -413,11 +417,13 @@ def rbd_hosts(image_id, tmp_path_factory):
     if reason:
         guest_env._unavailable(reason)
     image_dir, image = image_id
+    ceph_users()
     with guest_env.libvirt_daemons(
             str(tmp_path_factory.mktemp("rbd-live-migration")), image_dir,
             image, volume_overrides={
                 "volume": {"backend": "rbd", "backend_name": "rbd"},
-                "rbd": {"rbd_pool": POOL, "rbd_user": RBD_USER}}) as hosts:
+                "rbd": {"rbd_pool": POOL, "rbd_user": SERVICE_USER,
+                        "rbd_attach_user": RBD_USER}}) as hosts:
         yield hosts
 
 
@@ -457,7 +463,7 @@ def test_live_migration_defines_the_secrets_on_the_destination(rbd_hosts):
         assert moved["OS-EXT-SRV-ATTR:host"] == "compute2", moved
         guest = hosts.guest(server_id, "compute2")
         _check_auth(_live_disk(guest, rw, uri=peer), rw, RBD_USER, uri=peer)
-        _check_auth(_live_disk(guest, ro, uri=peer), ro, READONLY_USER,
+        _check_auth(_live_disk(guest, ro, uri=peer), ro, _ro_user(ro),
                     uri=peer)
         status, out = guest.run(
             "blockdev --flushbufs /dev/%s; dd if=/dev/%s bs=512 skip=%d "
@@ -480,3 +486,36 @@ def test_live_migration_defines_the_secrets_on_the_destination(rbd_hosts):
         for volume_id in made:
             volumes.delete_volume(volume_id)
             volumes.wait_for_volume_deleted(volume_id)
+
+
+def extend_then_replug(api, volumes, guest, volume_id):
+    """Extend the attached volume at 3.42 (202; in-use at the new size),
+    then hard-reboot the guest: whether or not the compute API took the
+    volume-extended event, the next plug gives the guest the new size
+    (the storage grew before the size was written)."""
+    since = len(guest.text())
+    code, body, _ = volumes.request(
+        "POST", volumes._path("/volumes/%s/action" % volume_id),
+        {"os-extend": {"new_size": 2}}, microversion="3.42")
+    assert code == 202, (code, body)
+    volumes.wait_for_volume_status(volume_id, "in-use")
+    assert volumes.show_volume(volume_id)[1]["volume"]["size"] == 2
+    code, body, _ = api.request("POST", "/servers/%s/action" % guest.id,
+                                {"reboot": {"type": "HARD"}})
+    assert code == 202, (code, body)
+    api.wait_for_server_status(guest.id, "ACTIVE", timeout=120)
+    # the new boot's listing (one the old boot printed may follow since)
+    boot = guest.wait_for("VA-INIT modules loaded", since=since,
+                          timeout=guest_env.BOOT_TIMEOUT)
+    _, size, _ = guest.wait_disk(volume_id, since=boot.end(), timeout=60)
+    assert size == 2 * 1024 ** 3
+
+
+def test_in_use_extend_reaches_the_guest_at_its_next_plug(
+        rbd_api, rbd_volumes, rbd_guests, rbd_deployment):
+    a, _ = rbd_guests
+    volume_id = _volume(rbd_volumes, rbd_deployment)
+    _, size, _ = _attach(rbd_api, rbd_volumes, a, volume_id, "rw")
+    assert size == 1024 ** 3
+    extend_then_replug(rbd_api, rbd_volumes, a, volume_id)
+    _detach(rbd_api, a, volume_id)

@@ -460,3 +460,26 @@ def test_bodies_that_are_not_bytes_follow_the_head(chunks):
         conn.close()
     finally:
         s.stop()
+
+
+def test_waitress_refusals_answer_in_the_fault_format():
+    """A body over the transport cap and a control character in a header
+    answer JSON faults (issue 33, item 6), not waitress's plain text."""
+    s = Served(max_request_body_size=1000)
+    try:
+        out, _ = s.exchange(b"POST /a HTTP/1.1\r\nHost: x\r\n"
+                            b"Content-Length: 2000\r\n\r\n" + b"x" * 2000)
+        assert status_of(out) == 413
+        assert b"Content-Type: application/json" in out.split(b"\r\n\r\n")[0]
+        assert body_of(out) == {"overLimit": {
+            "code": 413,
+            "message": "Request is too large: the body limit is 114688 bytes "
+                       "([oslo_middleware] max_request_body_size)."}}
+        out, _ = s.exchange(b"GET /a HTTP/1.1\r\nHost: x\r\n"
+                            b"X-Evil: a\x01b\r\n\r\n")
+        assert status_of(out) == 400
+        fault = body_of(out)["badRequest"]
+        assert fault["code"] == 400 and fault["message"]
+        assert s.calls == 0
+    finally:
+        s.stop()

@@ -33,6 +33,7 @@ EXPECTED_OBJECT_HASHES = {
     "InstanceActionEvent": "1.0-85b5c4bd0a9a974f4597e49bef48a94b",
     "InstanceActionEventList": "1.0-13d92fb953030cdbfee56481756e02be",
     "InstanceActionList": "1.0-4a53826625cc280e15fae64a575e0879",
+    "InstanceExternalEvent": "1.0-c9969ff024e71d6112c3cff195175c5f",
     "InstanceList": "1.0-96f87b1dd0a285b85e61fcb9603909a6",
     "KeyPair": "1.0-cdb1c976432528b66a6b111f8cfef76c",
     "KeyPairList": "1.0-06de1564523f50d5df4a3f9af1c9ef55",
@@ -83,6 +84,7 @@ COMPUTE_MANAGER_SIGNATURE_SHA1 = {
     "1.8": "23ef898e7e0325dadc634ce90258e674675027d0",
     "1.9": "d9ce8a947edffa7326ebe71b9025b6d2f9cfae58",
     "1.10": "00b16e7c4c44c4bc641fa7b3353a6121a70df2a8",
+    "1.11": "71c396b961bdf180726a68a3be61250b6dd91a46",
 }
 
 
@@ -113,6 +115,7 @@ CONDUCTOR_TASK_SIGNATURE_SHA1 = {
     "1.6": "608a3e7be52d7eb70fbb56d614917bf887380988",
     "1.7": "51f9bce196ec1a373f2614f97dd73847079377d9",
     "1.8": "6e1d010f4bd9366658444d400b2ae6b0efee18f4",
+    "1.9": "b3f9ff22e078e1b3d58ef34d7be2d1951cc7a1af",
 }
 
 
@@ -132,7 +135,8 @@ def test_conductor_task_versions_agree():
                                               (5, "1.4"), (6, "1.5"),
                                               (7, "1.6"), (8, "1.7"), (9, "1.8"),
                                               (10, "1.9"), (11, "1.9"),
-                                              (12, "1.10"),
+                                              (12, "1.10"), (13, "1.11"),
+                                              (14, "1.11"),
                                               (99, compute_rpcapi.ComputeAPI.VERSION)])
 def test_compute_rpc_for_service_version(version, expected):
     assert service_obj.compute_rpc_for_service_version(version) == expected
@@ -144,6 +148,7 @@ def test_compute_rpc_for_service_version(version, expected):
     (service_obj.SUSPEND_REBOOT_SERVICE_VERSION, "1.6"),
     (service_obj.REBUILD_SERVICE_VERSION, "1.7"),
     (service_obj.REBOOT_RECONNECT_SERVICE_VERSION, "1.10"),
+    (service_obj.EXTERNAL_EVENTS_SERVICE_VERSION, "1.11"),
 ])
 def test_feature_service_versions_are_the_first_with_their_rpc(first, rpc):
     """A feature's first service version is the one whose computes speak

@@ -23,11 +23,13 @@ carry no call monitor (``[DEFAULT] rpc_call_monitor_timeout`` defaults to
 object calls go to the conductor's object endpoints in the calling thread
 (``conductor.local_indirection``) instead of over the bus.
 """
+import contextlib
 import logging
 import sys
 import urllib.parse
 
 from volattach import conf as volattach_conf
+from volattach import startup
 
 LOG = logging.getLogger(__name__)
 
@@ -53,8 +55,25 @@ class AllInOne:
             insecure.check_api(conf)
         if conf.all.run_volume_service:
             insecure.check_volume(conf)
+        startup.check_drivers(conf, compute=bool(conf.all.compute_hosts),
+                              volume=conf.all.run_volume_service)
+        startup.check_sqlite_url(conf.database.connection,
+                                 "[database] connection")
+        if conf.all.run_volume_service:
+            startup.check_sqlite_url(conf.volume.connection,
+                                     "[volume] connection")
         # first, before any import that logs or any role starts
         sockets = self._bind()
+        try:
+            return self._start(sockets)
+        except BaseException:
+            for sock in sockets.values():
+                sock.close()
+            self.stop()
+            raise
+
+    def _start(self, sockets):
+        conf = self.conf
 
         from volattach import objects
         from volattach import rpc
@@ -66,10 +85,12 @@ class AllInOne:
 
         objects.register_all()
         rpc.init(conf, url=_bus_url(conf))
-        migration.db_sync(conf.database.connection)
+        with _database("[database] connection", conf.database.connection):
+            migration.db_sync(conf.database.connection)
         if conf.all.run_volume_service:
             from volattach.volume import service as volume_service
-            volume_service.prepare(conf)
+            with _database("[volume] connection", conf.volume.connection):
+                volume_service.prepare(conf)
             server, _thread = volume_service.serve_in_thread(
                 conf, sock=sockets.get("volume"))
             self.servers.append(server)
@@ -147,6 +168,18 @@ class AllInOne:
         rpc.cleanup()
 
 
+@contextlib.contextmanager
+def _database(option, url):
+    """A database that does not open or migrate is a StartupError naming
+    ``option``."""
+    from sqlalchemy import exc as sa_exc
+    from volattach import exception
+    try:
+        yield
+    except (sa_exc.SQLAlchemyError, exception.DatabaseUnavailable) as exc:
+        raise startup.database_error(exc, url, option) from None
+
+
 def _same_socket(endpoint, listen_host, port):
     """Whether ``endpoint`` (a URL) reaches the plain-HTTP server listening
     on ``listen_host``:``port`` of this machine."""
@@ -203,11 +236,25 @@ def main(argv=None):
         conf.set_override("workers", 1, group="api")
     _no_call_monitor_on_the_inproc_bus(conf)
     from volattach import listen
+    from volattach.volume import backend as volume_backend
+    from volattach.volume.backends import file as file_backend
+    from volattach.volume.backends import storage_daemons
+    from volattach import log_setup
     from volattach.wsgi import insecure
     try:
+        lock = startup.StateLock(conf.state_path).acquire()
         deployment = AllInOne(conf).start()
-    except (insecure.InsecureNoauth, listen.ListenError) as exc:
-        sys.exit("volattach-all: %s" % exc)
+    except (insecure.InsecureNoauth, volume_backend.BackendConfigError,
+            startup.StartupError) as exc:
+        startup.fail("volattach-all", exc)
+    except (listen.ListenError, file_backend.NBDPortInUse) as exc:
+        startup.fail("volattach-all", exc, status=startup.EXIT_IN_USE)
+    except file_backend.ExportError as exc:
+        startup.fail("volattach-all", exc)
+    log_setup.started("volattach-all", conf, [
+        "compute API http://%s:%s" % (conf.api.listen, conf.api.port),
+        "volume service http://%s:%s" % (conf.volume.listen,
+                                         conf.volume.port)])
     print("volattach-all: compute API http://%s:%s/v2.1  volume service "
           "http://%s:%s/v3  (token 'X-Auth-Token: <user>:<project>[:admin]')"
           % (conf.api.listen, conf.api.port, conf.volume.listen, conf.volume.port),
@@ -215,6 +262,11 @@ def main(argv=None):
     from volattach import service
     service.run_until_signalled(deployment.services)
     deployment.stop()
+    if conf.all.run_volume_service:
+        for line in storage_daemons.stop_notes(conf):
+            LOG.info(line)
+    log_setup.stopped("volattach-all")
+    lock.release()
 
 
 if __name__ == "__main__":

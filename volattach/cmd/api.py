@@ -17,6 +17,7 @@ from volattach.api import wsgi as api_wsgi
 from volattach import conf as volattach_conf
 from volattach import listen
 from volattach import loopback_defaults
+from volattach import startup
 from volattach import wsgi_server
 from volattach.wsgi import insecure
 
@@ -42,13 +43,16 @@ def main(argv=None, conf=None):
         # bound here, before gunicorn starts: a port in use is one line
         sock = listen.bind(conf.api.listen, conf.api.port, "api",
                            v6only=False)
-    except (insecure.InsecureNoauth, listen.ListenError) as exc:
-        sys.exit("volattach-api: %s" % exc)
+    except insecure.InsecureNoauth as exc:
+        startup.fail("volattach-api", exc)
+    except listen.ListenError as exc:
+        startup.fail("volattach-api", exc, status=startup.EXIT_IN_USE)
     loopback_defaults.check(conf, "volattach-api")
     os.environ[api_wsgi.CONFIG_FILE_ENV] = ":".join(conf.config_file or [])
     wsgi_server.run(APP_URI, bind=sock, workers=conf.api.workers,
                     threads=conf.api.threads,
-                    keepalive=conf.wsgi.keepalive_timeout)
+                    keepalive=conf.wsgi.keepalive_timeout,
+                    name="volattach-api", conf=conf)
 
 
 if __name__ == "__main__":

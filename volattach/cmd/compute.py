@@ -6,8 +6,10 @@ import time
 from volattach import objects
 from volattach import rpc
 from volattach import conf as volattach_conf
+from volattach import log_setup
 from volattach.compute import service as compute_service
 from volattach import service
+from volattach import startup
 
 LOG = logging.getLogger(__name__)
 
@@ -23,6 +25,10 @@ def main(argv=None):
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
                               description=DESCRIPTION)
     conf = volattach_conf.CONF
+    try:
+        startup.check_drivers(conf, volume=False)
+    except startup.StartupError as exc:
+        startup.fail("volattach-compute", exc)
     objects.register_all()
     rpc.init(conf)
     svc = compute_service.ComputeService(conf.compute.host)
@@ -35,7 +41,9 @@ def main(argv=None):
             LOG.warning("registration through the conductor failed (%s); retrying",
                         error)
             time.sleep(2)
+    log_setup.started("volattach-compute", conf, [log_setup.rpc_address(conf)])
     service.run_until_signalled([svc])
+    log_setup.stopped("volattach-compute")
 
 
 if __name__ == "__main__":

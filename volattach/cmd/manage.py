@@ -9,11 +9,21 @@
                                                      the RPC queues on RabbitMQ: kind, messages,
                                                      consumers (rpc/queues.py); delete the drained
                                                      classic ones (a switch to quorum queues)
+    volattach-manage [--config-file F] storage status  the file backend's qemu-storage-daemon
+    volattach-manage [--config-file F] storage stop [--force]
+                                                     stop it when it exports no volume
+    volattach-manage [--config-file F] volume_attachment show SERVER VOLUME
+    volattach-manage [--config-file F] volume_attachment get_connector
+    volattach-manage [--config-file F] volume_attachment refresh SERVER VOLUME --connector FILE
+                                                     one attachment, as nova-manage's
+                                                     (cmd/manage_attachments.py)
 
 Without a configuration file (no ``--config-file``, no
-``/etc/volattach/volattach.conf``) it works on volattach-all's embedded
-defaults: the databases under ``~/.volattach``, noauth towards the volume
-service (whose port comes from ``[volume] port`` as volattach-all's does).
+``/etc/volattach/volattach.conf``), or with the file volattach-all runs
+with (no ``transport_url``, the volume service on loopback), it works on
+volattach-all's embedded defaults as volattach-all does: the databases
+under ``~/.volattach``, noauth towards the volume service (whose port
+comes from ``[volume] port`` as volattach-all's does).
 The computes of volattach-all are on its in-process bus, out of reach of
 another process: the reconcile pass then does not ask them to unplug
 (as ``--no-unplug``), and leaves pending detaches to volattach-all's own
@@ -26,6 +36,7 @@ from oslo_log import log as logging
 
 from volattach import conf as volattach_conf
 from volattach import exception
+from volattach.cmd import manage_attachments
 
 LOG = logging.getLogger(__name__)
 
@@ -54,11 +65,24 @@ def _add_parsers(subparsers):
                            help="leave alone what changed less than this many "
                                 "seconds ago (default: [conductor] "
                                 "reconcile_grace_period)")
+    storage = subparsers.add_parser(
+        "storage", help="the file backend's qemu-storage-daemon, which "
+                        "outlives the volume service")
+    storage_actions = storage.add_subparsers(dest="action")
+    storage_actions.required = True
+    storage_actions.add_parser("status", help="whether it runs, its PID, "
+                                              "NBD address and exports")
+    stop = storage_actions.add_parser(
+        "stop", help="stop it when it exports no volume (no guest uses it)")
+    stop.add_argument("--force", action="store_true",
+                      help="stop it even though it exports volumes: their "
+                           "guests lose their disks")
     reconcile.add_argument("--no-unplug", action="store_true",
                            help="do not ask computes (over RPC) to unplug "
                                 "half-attached volumes before rolling them "
                                 "back; detaches left pending (they need the "
                                 "compute's unplug) are skipped")
+    manage_attachments.add_parsers(subparsers)
     rpc_group = subparsers.add_parser("rpc", help="the RPC queues on RabbitMQ")
     rpc_actions = rpc_group.add_subparsers(dest="action")
     rpc_actions.required = True
@@ -78,20 +102,30 @@ def _volume_migration():
     return volume_migration
 
 
+def _database(option, url):
+    from volattach.cmd import all as cmd_all
+    return cmd_all._database(option, url)
+
+
 def db_sync(conf):
     from volattach.db import migration
-    migration.db_sync(conf.database.connection)
-    _volume_migration().db_sync(conf.volume.connection)
+    with _database("[database] connection", conf.database.connection):
+        migration.db_sync(conf.database.connection)
+    with _database("[volume] connection", conf.volume.connection):
+        _volume_migration().db_sync(conf.volume.connection)
     print("compute database at revision %s" % migration.db_version(conf.database.connection))
 
 
 def db_version(conf):
     from volattach.db import migration
     volume_migration = _volume_migration()
-    for name, module, url in (
-            ("compute", migration, conf.database.connection),
-            ("volume", volume_migration, conf.volume.connection)):
-        current = module.db_version(url)
+    for name, module, url, option in (
+            ("compute", migration, conf.database.connection,
+             "[database] connection"),
+            ("volume", volume_migration, conf.volume.connection,
+             "[volume] connection")):
+        with _database(option, url):
+            current = module.db_version(url)
         head = module.head_revision()
         state = ("up to date" if current == head
                  else "not migrated" if current is None
@@ -158,7 +192,8 @@ def attachments_reconcile(conf, out=sys.stdout, volume_api=None):
     report = reconcile.reconcile(reconcile.admin_context(conf),
                                  volume_api, grace,
                                  dry_run=conf.category.dry_run,
-                                 compute_rpcapi=compute_rpcapi)
+                                 compute_rpcapi=compute_rpcapi,
+                                 log_summary=False)
     rows = [("Kind", "Volume", "Server", "Attachment", "Found", "Action",
              "Outcome")]
     for item in report.items:
@@ -218,23 +253,116 @@ def rpc_queues(conf, out=sys.stdout):
         broker.close()
 
 
+def _storage_daemons(conf, out):
+    from volattach.volume.backends import storage_daemons
+    found = storage_daemons.daemons_of(conf)
+    if not found:
+        out.write("no file backend in this configuration ([volume] backend "
+                  "= %s)\n" % conf.volume.backend)
+    return storage_daemons, found
+
+
+def storage_status(conf, out=sys.stdout):
+    storage_daemons, found = _storage_daemons(conf, out)
+    for option, daemon in found:
+        pid = storage_daemons.pid_of(daemon)
+        if pid is None:
+            out.write("%s qemu-storage-daemon: not running (NBD port %s:%s)\n"
+                      % (option, daemon.host, daemon.port))
+            continue
+        try:
+            exported = ", ".join("%s (%s)" % e for e in
+                                 storage_daemons.exports(daemon)) or "none"
+        except Exception as exc:
+            exported = "unknown (%s)" % exc
+        out.write("%s qemu-storage-daemon: running, pid %d, NBD on %s:%s, "
+                  "QMP %s, exports: %s\n" % (option, pid, daemon.host,
+                                             daemon.port, daemon.socket,
+                                             exported))
+    return 0
+
+
+def storage_stop(conf, out=sys.stdout):
+    """Exit status 1 when a daemon still exports volumes (and --force is
+    not given)."""
+    storage_daemons, found = _storage_daemons(conf, out)
+    status = 0
+    for option, daemon in found:
+        pid = storage_daemons.pid_of(daemon)
+        if pid is None:
+            orphan = storage_daemons.orphan_on_port(daemon)
+            if orphan is None:
+                out.write("%s qemu-storage-daemon: not running\n" % option)
+            elif not conf.category.force:
+                print("volattach-manage: %s NBD port %s is held by the "
+                      "qemu-storage-daemon of a removed state directory (pid "
+                      "%d); its exports cannot be listed: --force stops it"
+                      % (option, daemon.port, orphan), file=sys.stderr)
+                status = 1
+            else:
+                storage_daemons.stop(daemon, orphan, force=True)
+                out.write("%s qemu-storage-daemon (pid %d, of a removed state "
+                          "directory): stopped\n" % (option, orphan))
+            continue
+        kept = storage_daemons.stop(daemon, pid, force=conf.category.force)
+        if kept is None:
+            print("volattach-manage: %s qemu-storage-daemon (pid %d): its "
+                  "exports cannot be listed over QMP (%s): --force stops it "
+                  "anyway" % (option, pid, daemon.socket), file=sys.stderr)
+            status = 1
+            continue
+        if kept:
+            print("volattach-manage: %s qemu-storage-daemon (pid %d) still "
+                  "exports volume %s: detach them (or delete their servers) "
+                  "first, or use --force" % (
+                      option, pid, ", ".join("%s (%s)" % e for e in kept)),
+                  file=sys.stderr)
+            status = 1
+            continue
+        out.write("%s qemu-storage-daemon (pid %d): stopped\n" % (option, pid))
+    return status
+
+
 COMMANDS = {("rpc", "queues"): rpc_queues,
             ("db", "sync"): db_sync, ("db", "version"): db_version,
             ("service", "list"): service_list,
-            ("attachments", "reconcile"): attachments_reconcile}
+            ("attachments", "reconcile"): attachments_reconcile,
+            ("storage", "status"): storage_status,
+            ("storage", "stop"): storage_stop,
+            ("volume_attachment", "show"): manage_attachments.show,
+            ("volume_attachment", "get_connector"):
+                manage_attachments.get_connector,
+            ("volume_attachment", "refresh"): manage_attachments.refresh}
 
 
 DESCRIPTION = (
     "Operate a volattach deployment: migrate its databases (db sync), show "
     "their schema revisions (db version), list its services (service list), "
-    "find and repair attachment drift (attachments reconcile). Without a "
-    "configuration file it works on volattach-all's embedded defaults "
+    "find and repair attachment drift (attachments reconcile), show or stop "
+    "the file backend's storage daemon (storage status | stop), show or "
+    "refresh one attachment (volume_attachment), report the RPC queues on "
+    "RabbitMQ or delete the drained classic ones (rpc queues). Without a "
+    "configuration file, or with volattach-all's own (no transport_url, "
+    "the volume service on loopback), it works on volattach-all's defaults "
     "(~/.volattach, noauth).")
 
 
 def _embedded(conf):
-    """No configuration file: volattach-all's embedded defaults."""
-    return not conf.config_file and not conf.config_dir
+    """volattach-all's configuration: no configuration file, or a file
+    that names no ``transport_url`` (volattach-all's in-process bus) and
+    a volume service on loopback (``[cinder] endpoint``, else ``[volume]
+    listen``): the file ``volattach-all --config-file`` runs with.  Its
+    defaults then apply here as there (noauth towards the volume service,
+    no computes reachable over a bus)."""
+    if not conf.config_file and not conf.config_dir:
+        return True
+    import urllib.parse
+    from volattach import loopback_defaults
+    from volattach import rpc
+    if rpc._configured_url(conf) is not None:
+        return False
+    host = urllib.parse.urlsplit(volattach_conf.cinder_endpoint(conf)).hostname
+    return loopback_defaults.is_loopback(host)
 
 
 def main(argv=None):
@@ -244,8 +372,13 @@ def main(argv=None):
                               description=DESCRIPTION)
     if _embedded(conf):
         volattach_conf.set_embedded_defaults(conf)
+    from volattach import startup
     try:
         return COMMANDS[(conf.category.name, conf.category.action)](conf) or 0
+    except startup.StartupError as exc:
+        # a database URL that does not open: which one, not a traceback
+        print("volattach-manage: %s" % exc, file=sys.stderr)
+        return 1
     except exception.VolattachException as exc:
         # an operator's command: the reason, not a traceback (--debug logs it)
         LOG.debug("volattach-manage failed", exc_info=True)

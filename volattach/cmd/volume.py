@@ -7,12 +7,18 @@ the service (and keeps its heartbeat from the gunicorn master), then serves
 with ``[volume] workers`` processes.  It refuses to start with noauth on
 a non-loopback address (``volattach.wsgi.insecure``).
 """
+import os
 import sys
+
+from oslo_log import log as logging
 
 from volattach import conf as volattach_conf
 from volattach import listen
 from volattach import loopback_defaults
+from volattach import startup
 from volattach import wsgi_server
+
+LOG = logging.getLogger(__name__)
 
 
 DESCRIPTION = (
@@ -28,20 +34,44 @@ def main(argv=None):
     conf = volattach_conf.CONF
     volattach_conf.parse_args(sys.argv[1:] if argv is None else argv,
                               description=DESCRIPTION)
+    from volattach.cmd import all as cmd_all
+    from volattach.volume import backend as volume_backend
+    from volattach.volume.backends import file as file_backend
+    from volattach.volume.backends import storage_daemons
     try:
         insecure.check_volume(conf)
+        startup.check_drivers(conf, compute=False)
+        startup.check_sqlite_url(conf.volume.connection,
+                                 "[volume] connection")
         # bound before the migrations and the registration: a port in use
         # is one line, and nothing has started
         sock = listen.bind(conf.volume.listen, conf.volume.port, "volume",
                            v6only=False)
-    except (insecure.InsecureNoauth, listen.ListenError) as exc:
-        sys.exit("volattach-volume: %s" % exc)
+    except (insecure.InsecureNoauth, startup.StartupError) as exc:
+        startup.fail("volattach-volume", exc)
+    except listen.ListenError as exc:
+        startup.fail("volattach-volume", exc, status=startup.EXIT_IN_USE)
     loopback_defaults.check(conf, "volattach-volume")
-    service.prepare(conf)
+    try:
+        with cmd_all._database("[volume] connection", conf.volume.connection):
+            service.prepare(conf)
+    except (insecure.InsecureNoauth, volume_backend.BackendConfigError,
+            startup.StartupError, file_backend.ExportError) as exc:
+        sock.close()
+        startup.fail("volattach-volume", exc,
+                     status=startup.EXIT_IN_USE if isinstance(
+                         exc, file_backend.NBDPortInUse) else None)
     service.start_heartbeat(conf)
-    wsgi_server.run("volattach.volume.wsgi:application", bind=sock,
-                    workers=conf.volume.workers,
-                    keepalive=conf.wsgi.keepalive_timeout)
+    master = os.getpid()
+    try:
+        wsgi_server.run("volattach.volume.wsgi:application", bind=sock,
+                        workers=conf.volume.workers,
+                        keepalive=conf.wsgi.keepalive_timeout,
+                        name="volattach-volume", conf=conf)
+    finally:
+        if os.getpid() == master:     # not in a gunicorn worker's exit
+            for line in storage_daemons.stop_notes(conf):
+                LOG.info(line)
 
 
 if __name__ == "__main__":

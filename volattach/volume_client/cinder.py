@@ -120,6 +120,14 @@ def translate_error(response, not_found=None):
     raise exception.CinderAPIError(code=code, reason=message)
 
 
+def _log_exchange(ctx, method, url, outcome):
+    """The DEBUG line of one exchange with the volume service."""
+    if LOG.isEnabledFor(logging.DEBUG):
+        LOG.debug("volume call %s %s: %s", method,
+                  urllib.parse.urlsplit(url).path, outcome,
+                  extra={"context": ctx} if ctx is not None else {})
+
+
 class VolumeAPI:
     """Calls of the block storage API, context first."""
 
@@ -199,23 +207,29 @@ class VolumeAPI:
         return headers
 
     def _send_once(self, method, url, headers, body, auth, may_resend,
-                   retry_busy_multiattach):
+                   retry_busy_multiattach, ctx=None):
         """One exchange (and, on a 401 with keystone, one more with a
-        fresh token); raises ``_Retry`` for what may be tried again."""
+        fresh token); raises ``_Retry`` for what may be tried again.  At
+        DEBUG each exchange is logged (method, path, status), with the
+        caller's request id (``ctx``)."""
         if auth is not None:
             headers = dict(headers, **self._auth_headers(auth))
         try:
             response = self.transport.request(method, url, headers, body)
             if (response.status_code == 401 and auth is not None
                     and self.session.invalidate(auth)):
+                _log_exchange(ctx, method, url, response.status_code)
                 headers.update(self._auth_headers(auth))
                 response = self.transport.request(method, url, headers, body)
         except http_transport.NotSent as exc:
+            _log_exchange(ctx, method, url, "not sent (%s)" % exc)
             raise _Retry(str(exc))
         except http_transport.MaybeSent as exc:
+            _log_exchange(ctx, method, url, "no answer (%s)" % exc)
             if may_resend:
                 raise _Retry(str(exc))
             raise _MaybeApplied(str(exc))
+        _log_exchange(ctx, method, url, response.status_code)
         if response.status_code == 503:
             raise _Retry(error_message(response), response)
         if (retry_busy_multiattach and response.status_code == 400
@@ -260,7 +274,8 @@ class VolumeAPI:
         while True:
             try:
                 response = self._send_once(method, url, headers, data, auth,
-                                           may_resend, retry_busy_multiattach)
+                                           may_resend, retry_busy_multiattach,
+                                           ctx=ctx)
                 break
             except _MaybeApplied as exc:
                 if applied is None:

@@ -3,7 +3,8 @@
 ``read_body(environ, limit)`` reads the whole body of a request (at most
 ``limit`` bytes, ``[oslo_middleware] max_request_body_size`` as in Nova)
 into memory and puts it back in ``wsgi.input``; a body longer than the cap,
-announced or chunked, raises ``BodyTooLarge`` (413).  ``too_deep(raw)`` says
+announced or chunked, raises ``BodyTooLarge`` (413 ``overLimit``, whose
+message names the limit: ``too_large_message``).  ``too_deep(raw)`` says
 whether a JSON text nests arrays and objects deeper than ``MAX_DEPTH``: such
 a body is refused with 400 before any parser recurses into it (Python's
 json and jsonschema recurse once per level and would raise RecursionError
@@ -20,7 +21,10 @@ DEFAULT_MAX_BODY = 114688
 # recursion limit.
 MAX_DEPTH = 100
 
-TOO_LARGE_MESSAGE = "The body of your request was too large for this server."
+# One limit, the same on both APIs and named in every 413 (the in-process
+# server's transport guard answers with the same body, volattach.embedded_server)
+TOO_LARGE_MESSAGE = ("Request is too large: the body limit is %d bytes "
+                     "([oslo_middleware] max_request_body_size).")
 TOO_DEEP_MESSAGE = "Malformed request body"
 
 opts = [
@@ -88,13 +92,17 @@ def too_deep(raw, max_depth=MAX_DEPTH):
     return False
 
 
+def too_large_message(limit):
+    return TOO_LARGE_MESSAGE % limit
+
+
 def check(environ, limit):
     """Read and check the body: None when acceptable, else (status,
     message) of the refusal (413 over the cap, 400 nested too deep)."""
     try:
         raw = read_body(environ, limit)
     except BodyTooLarge:
-        return 413, TOO_LARGE_MESSAGE
+        return 413, too_large_message(limit)
     if raw and too_deep(raw):
         return 400, TOO_DEEP_MESSAGE
     return None

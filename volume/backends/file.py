@@ -60,6 +60,10 @@ class ExportError(Exception):
     """The storage daemon refused an operation."""
 
 
+class NBDPortInUse(ExportError):
+    """Another process listens on the NBD port a daemon would start on."""
+
+
 class InsecureNBD(insecure.InsecureNoauth):
     """The file backend would export volumes on the network without TLS
     (or with TLS but no usable credentials or authorization)."""
@@ -204,13 +208,14 @@ class StorageDaemon:
         if self.alive():
             self.configure()
             return False
+        self._check_can_start()
         os.makedirs(self.state_dir, exist_ok=True)
         for path in (self.socket, self.server_file):
             if os.path.exists(path):
                 os.unlink(path)
         binary = shutil.which(self.binary) or self.binary
         log = open(os.path.join(self.state_dir, "qsd.log"), "ab")
-        subprocess.Popen(
+        child = subprocess.Popen(
             [binary,
              "--chardev", "socket,id=qmp0,path=%s,server=on,wait=off"
              % self.socket,
@@ -221,11 +226,41 @@ class StorageDaemon:
         log.close()
         deadline = time.monotonic() + timeout
         while not self.alive():
-            if time.monotonic() > deadline:
-                raise ExportError("qemu-storage-daemon did not start")
+            if child.poll() is not None or time.monotonic() > deadline:
+                child.kill()            # no orphan left behind
+                child.wait()
+                raise ExportError("qemu-storage-daemon did not start (see "
+                                  "%s)" % os.path.join(self.state_dir,
+                                                       "qsd.log"))
             time.sleep(0.02)
-        self.configure()
+        try:
+            self.configure()
+        except ExportError:
+            self.stop()
+            child.wait(timeout)
+            raise
         return True
+
+    def _check_can_start(self):
+        """Before starting a daemon: its Python client and its binary are
+        there, and no other process holds the NBD port (another
+        deployment's daemon, one whose state directory was removed)."""
+        try:
+            from qemu.qmp import legacy  # noqa: F401
+        except ImportError as exc:
+            raise ExportError("the file backend needs the qemu.qmp package "
+                              "(pip install 'volattach[libvirt]'): %s" % exc)
+        if not shutil.which(self.binary):
+            raise ExportError("the file backend needs %s, which is not on "
+                              "PATH (install QEMU)" % self.binary)
+        from volattach.volume.backends import storage_daemons
+        holder = storage_daemons.port_holder(int(self.port))
+        if holder is not None:
+            raise NBDPortInUse(
+                "[volume] export_port %s (NBD on %s) is in use by %s: stop "
+                "it, or set another [volume] export_port" % (
+                    self.port, self.host,
+                    storage_daemons.describe_holder(holder)))
 
     def _record(self, settings):
         with open(self.server_file, "w") as f:
@@ -317,6 +352,8 @@ class StorageDaemon:
                 qmp.close()
 
     def command(self, cmd, /, **args):
+        """One QMP command (every one goes through here: logged at DEBUG
+        with its outcome)."""
         with self._lock:
             qmp = self._qmp or self._session()
             try:
@@ -325,7 +362,9 @@ class StorageDaemon:
                 if qmp is not self._qmp:
                     qmp.close()
         if "error" in reply:
+            LOG.debug("QMP %s: error %s", cmd, reply["error"].get("desc"))
             raise ExportError("%s: %s" % (cmd, reply["error"].get("desc")))
+        LOG.debug("QMP %s: ok", cmd)
         return reply.get("return")
 
     def stop(self):
@@ -335,10 +374,29 @@ class StorageDaemon:
             pass
 
 
+def grow_file(path, size):
+    """Grow the raw image ``path`` to ``size`` bytes (sparse: a truncate,
+    what ``qemu-img resize -f raw`` does); a file already that large is
+    left alone, so that a repeated extend is harmless.  OSError (the file
+    is missing...) goes to the caller."""
+    if os.stat(path).st_size < size:
+        os.truncate(path, size)
+
+
 class FileBackend:
 
     shared_targets = False
     needs_remaining = True
+    # QEMU's NBD client fixes the export's size when it connects (7.2,
+    # measured: block_resize of the guest's NBD node answers "Cannot grow
+    # NBD nodes") and the storage daemon cannot resize an exported node
+    # ("Permission conflict on node ...: permissions 'resize' are ...
+    # unshared"); a detach, extend and attach gives the guest the size.
+    online_extend = False
+    ONLINE_EXTEND_REFUSED = (
+        "the file backend cannot extend an attached volume: QEMU's NBD "
+        "client fixes the size of the export when it connects (\"Cannot "
+        "grow NBD nodes\"); detach the volume, extend it, attach it again")
 
     def __init__(self, name, service_host, volumes_dir, export_host,
                  export_port, daemon=None, tls_dir=None,
@@ -375,6 +433,18 @@ class FileBackend:
             os.unlink(self.path(backing(volume)))
         except FileNotFoundError:
             pass
+
+    def extend_volume(self, volume, new_size, attached=False):
+        """Grow the volume's file to ``new_size`` GiB.  Only a detached
+        volume (the manager refuses an attached one: ``online_extend``);
+        an export left over by a crash would go on serving the old size to
+        the next attach, so it goes first."""
+        if attached:
+            raise exception.InvalidVolume(reason=self.ONLINE_EXTEND_REFUSED)
+        name = backing(volume)
+        for mode in ("rw", "ro"):
+            self.remove_export(name, mode)
+        grow_file(self.path(name), int(new_size) * GiB)
 
     def copy_volume(self, source, dest):
         """The data move of a migration or retype (sparse copy, both

@@ -5,28 +5,29 @@ Images are ``volume-<id>`` (the volume's ``name_id`` after a migration) in
 librbd (one connection per process, made on first use, as ``[rbd]
 rbd_user`` or client.admin).  Multiattach volume types drop the image
 features that let only one client write (exclusive-lock, object-map,
-fast-diff, journaling), as Cinder does since Stein.
+fast-diff, journaling), as Cinder does since Stein; a retype to or from
+such a type drops them or restores the cluster's defaults (``retype``).
 
 connection_info is Cinder's RBD driver's (``driver_volume_type`` ``rbd``,
 flat as Cinder's attachment API returns it): ``name`` ``<pool>/<image>``,
 ``hosts`` and ``ports`` from ``mon dump``, ``cluster_name``,
-``auth_enabled`` (``rbd_user`` is set), ``auth_username``, ``secret_type``
-``ceph``, ``secret_uuid`` (``rbd_secret_uuid`` or the cluster's fsid),
-``volume_id``, ``discard``, and the volume manager's ``access_mode``.
-Beyond Cinder, a read-only attachment's connection names a read-only
-cephx identity (``[rbd] rbd_readonly_user``), created here when missing
-with its keyring written beside the Ceph configuration
-(``/etc/ceph/<cluster>.client.<user>.keyring``, where computes read it):
-the OSDs refuse that attachment's writes, not only QEMU's flag.  Its caps
-are ``mon 'profile rbd' osd 'profile rbd-read-only pool=<pool>, allow rw
-pool=<pool> object_prefix rbd_header.'``: QEMU (7.2) always opens an rbd
-image read-write at the librbd level (its read-only flag only stops the
-guest's writes), and librbd's read-write open registers a watch on the
-image's header object, which is a write there; ``profile rbd-read-only``
-alone makes QEMU fail to open the image ("error reading header ...:
-Operation not permitted", measured).  Data objects stay read-only: a
-write is refused by the OSDs with EPERM, and a resize or a snapshot with
-EROFS (no class-write, so no exclusive lock either).
+``auth_enabled``, ``auth_username`` (read-write: ``[rbd] rbd_attach_user``,
+else ``rbd_user``), ``secret_type`` ``ceph``, ``secret_uuid``
+(``rbd_secret_uuid`` or the cluster's fsid), ``volume_id``, ``discard``,
+and the volume manager's ``access_mode``.
+
+A read-only attachment's connection names the volume's own cephx user,
+``client.<rbd_readonly_user>-<volume id>``, made on the volume's first
+read-only connection and removed after its last read-only disconnect
+(the volume manager calls both with the volume's row locked, and passes
+the other connected attachments to the disconnect) or with the volume.
+Its key travels in the connection's ``keyring``, as Cinder's RBD driver
+can send it; no keyring file is written.  Its caps (``readonly_caps``)
+reach that image's objects only, with one write: its header, for the
+watch librbd registers because QEMU always opens rbd images read-write
+(measured on Ceph 16 with QEMU 7.2; README's Ceph RBD volumes section has
+what the cluster refuses).  The write-cap on the header is the one thing
+left: OSD caps have no watch-only grant.
 
 The Python bindings: Debian's python3-rados and python3-rbd (installed
 with Ceph by tools/start-ceph.sh) are extension modules built for
@@ -47,7 +48,6 @@ import os
 import re
 import socket
 import sys
-import tempfile
 import threading
 import uuid
 
@@ -122,7 +122,7 @@ class RBDBackend:
     def __init__(self, name, service_host, pool, ceph_conf, cluster_name,
                  user=None, secret_uuid=None,
                  readonly_user="volattach-readonly", connect_timeout=10,
-                 bindings=None):
+                 bindings=None, attach_user=None):
         self.name = name
         self.service_host = service_host
         self.pool = pool
@@ -133,15 +133,17 @@ class RBDBackend:
         self.readonly_user = readonly_user
         self.connect_timeout = connect_timeout
         self.rados, self.rbd = bindings or load_bindings()
+        self.attach_user = attach_user or user
         self._lock = threading.Lock()
+        self._identity_lock = threading.Lock()
         self._client = None
-        self._readonly_ready = False
+        if not self.attach_user or self.attach_user == "admin":
+            LOG.warning("rbd backend %s: read-write attachments run as "
+                        "client.%s; give them a user of their own "
+                        "([rbd] rbd_attach_user, caps profile rbd)",
+                        name, self.attach_user or "admin")
 
     # -- the cluster ----------------------------------------------------------
-    def keyring_path(self, user):
-        return os.path.join(os.path.dirname(self.ceph_conf) or ".",
-                            "%s.client.%s.keyring" % (self.cluster_name,
-                                                      user))
 
     def _cluster(self):
         with self._lock:
@@ -239,11 +241,75 @@ class RBDBackend:
                 raise
         return "%s@%s#%s" % (self.service_host, self.name, self.name)
 
+    # librbd resizes an image open elsewhere: its header changes and the
+    # watchers (QEMU's librbd) learn the new size
+    online_extend = True
+
+    def extend_volume(self, volume, new_size, attached=False):
+        """``rbd resize`` of the volume's image to ``new_size`` GiB (an
+        image already that large is left alone)."""
+        name = image_name(volume)
+        size = int(new_size) * GiB
+        with self._errors("resize of image %s" % name), self._ioctx() as io:
+            with self.rbd.Image(io, name) as image:
+                if image.size() < size:
+                    image.resize(size)
+
+    def single_writer_features(self):
+        """The features a multiattach retype drops and a retype back
+        restores (journaling is never turned on by volattach)."""
+        r = self.rbd
+        return (r.RBD_FEATURE_EXCLUSIVE_LOCK | r.RBD_FEATURE_OBJECT_MAP
+                | r.RBD_FEATURE_FAST_DIFF)
+
+    def default_features(self):
+        """The features the cluster gives a new image (its
+        ``rbd_default_features``: a number or names)."""
+        value = (self._cluster().conf_get("rbd_default_features")
+                 or "").strip()
+        if value.isdigit():
+            return int(value)
+        features = 0
+        for feature in filter(None, (v.strip() for v in value.split(","))):
+            features |= getattr(self.rbd, "RBD_FEATURE_%s" % feature.upper()
+                                .replace("-", "_"), 0)
+        return features
+
+    def retype(self, volume, multiattach):
+        """A volume that becomes multiattach loses the single-writer
+        features; one that stops being so gets back those a new image of
+        the cluster has (Cinder's RBD driver restores the ones it saved),
+        its object map rebuilt."""
+        name = image_name(volume)
+        with self._errors("retype of image %s" % name), self._ioctx() as io:
+            with self.rbd.Image(io, name) as image:
+                features = image.features()
+                if multiattach:
+                    drop = features & self.multiattach_exclusions()
+                    if drop:
+                        image.update_features(drop, False)
+                    return
+                restore = (self.default_features()
+                           & self.single_writer_features() & ~features)
+                if restore:
+                    image.update_features(restore, True)
+                    if restore & self.rbd.RBD_FEATURE_OBJECT_MAP:
+                        image.rebuild_object_map()
+                LOG.info("rbd backend: image %s/%s features %#x -> %#x",
+                         self.pool, name, features, image.features())
+
     def delete_volume(self, volume):
         """Remove the image (gone already: nothing to do).  An image still
         open somewhere (a watcher) is refused by Ceph; the error is logged
         with the image's name, the volume row is gone."""
         name = image_name(volume)
+        try:
+            self.remove_readonly_identity(volume)      # left by a crash
+        except exception.ServiceUnavailable as e:
+            LOG.error("rbd backend: %s", e)
+        except (self.rados.Error, self.rbd.Error) as e:
+            LOG.error("rbd backend: read-only user of volume %s left "
+                      "behind: %s", volume["id"], e)
         try:
             with self._ioctx() as io:
                 self.rbd.RBD().remove(io, name)
@@ -280,80 +346,112 @@ class RBDBackend:
                 ports.append(port)
         return hosts, ports
 
-    def readonly_secret_uuid(self, fsid):
-        return str(uuid.uuid5(_RO_SECRET_NAMESPACE,
-                              "%s/%s" % (fsid, self.readonly_user)))
+    def readonly_identity(self, volume):
+        """The cephx user (without ``client.``) of the volume's read-only
+        attachments: one per volume."""
+        return "%s-%s" % (self.readonly_user, volume["id"])
 
-    def readonly_caps(self):
-        return ["mon", "profile rbd",
-                "osd", "profile rbd-read-only pool={0}, allow rw pool={0} "
-                       "object_prefix rbd_header.".format(self.pool)]
+    def readonly_secret_uuid(self, fsid, user):
+        return str(uuid.uuid5(_RO_SECRET_NAMESPACE, "%s/%s" % (fsid, user)))
 
-    def ensure_readonly_identity(self):
-        """The read-only cephx user exists with its caps and its keyring
-        is written; returns its name."""
-        if self._readonly_ready:
-            return self.readonly_user
-        entity = "client.%s" % self.readonly_user
-        caps = self.readonly_caps()
-        ret, out, err = self._mon_command({"prefix": "auth get-or-create",
-                                           "entity": entity, "caps": caps})
-        if ret == -errno.EINVAL:        # exists with other caps
+    def readonly_caps(self, name, image_id):
+        """The least caps with which QEMU opens the image ``name`` (id
+        ``image_id``) and reads it (measured on Ceph 16 with QEMU 7.2):
+        read and class-read of its rbd_id, header, data and object map
+        objects and of the pool's rbd_info (librbd reads the pool's image
+        options at open), and write on its header only, for the watch
+        librbd registers in a read-write open (a watch is an OSD write);
+        on the monitors, the monitor and OSD maps only (no ``profile
+        rbd``: its ``osd blocklist add`` would let a reader blocklist the
+        writer)."""
+        pool = self.pool
+        grant = ("allow {0} class-read pool=%s object_prefix {1}" % pool)
+        return ["mon", "allow service mon r, allow service osd r",
+                "osd", ", ".join([
+                    grant.format("r", "rbd_id.%s" % name),
+                    grant.format("r", "rbd_info"),
+                    grant.format("rw", "rbd_header.%s" % image_id),
+                    grant.format("r", "rbd_data.%s." % image_id),
+                    grant.format("r", "rbd_object_map.%s" % image_id)])]
+
+    def _image_id(self, io, name):
+        """The image's id; InvalidInput when the object prefixes of its
+        identity's caps would also match another image's objects (an id
+        that extends this one, a name that extends this one)."""
+        with self.rbd.Image(io, name, read_only=True) as image:
+            image_id = image.id()
+        for other in self.rbd.RBD().list2(io):
+            if other["name"] == name:
+                continue
+            if (other["id"].startswith(image_id)
+                    or other["name"].startswith(name)):
+                raise exception.InvalidInput(
+                    reason="a read-only identity of image %s/%s would also "
+                           "reach image %s: not attaching it read-only"
+                    % (self.pool, name, other["name"]))
+        return image_id
+
+    def ensure_readonly_identity(self, volume):
+        """The volume's read-only cephx user exists with the caps of its
+        image (created on its first read-only connection, its caps
+        corrected when they differ); returns (user, keyring text).  No
+        keyring is written anywhere: the key travels in the connection
+        (``keyring``, as Cinder's RBD driver can send it)."""
+        user = self.readonly_identity(volume)
+        entity = "client.%s" % user
+        name = image_name(volume)
+        with self._identity_lock, self._ioctx() as io:
+            caps = self.readonly_caps(name, self._image_id(io, name))
             ret, out, err = self._mon_command(
-                {"prefix": "auth caps", "entity": entity, "caps": caps})
-            if ret == 0:
+                {"prefix": "auth get-or-create", "entity": entity,
+                 "caps": caps})
+            if ret == -errno.EINVAL:        # exists with other caps
                 ret, out, err = self._mon_command(
-                    {"prefix": "auth get", "entity": entity})
-        path = self.keyring_path(self.readonly_user)
+                    {"prefix": "auth caps", "entity": entity, "caps": caps})
+                if ret == 0:
+                    ret, out, err = self._mon_command(
+                        {"prefix": "auth get", "entity": entity})
         if ret != 0:
-            if os.path.exists(path):
-                LOG.warning("rbd backend: cannot manage %s (%s): using the "
-                            "keyring %s as it is", entity, err, path)
-                self._readonly_ready = True
-                return self.readonly_user
             raise exception.ServiceUnavailable(
-                reason="cannot create the read-only cephx user %s (%s) and "
-                       "%s does not exist" % (entity, err, path))
-        self._write_keyring(path, out)
-        self._readonly_ready = True
-        return self.readonly_user
+                reason="cannot create the read-only cephx user %s of volume "
+                       "%s: %s (the volume service's own user needs the "
+                       "mon caps of README's Ceph RBD volumes section)"
+                       % (entity, volume["id"], err))
+        LOG.info("rbd backend: %s holds read-only access to %s/%s",
+                 entity, self.pool, name)
+        return user, out.decode()
 
-    @staticmethod
-    def _write_keyring(path, content):
-        try:
-            with open(path, "rb") as f:
-                if f.read() == content:
-                    return
-        except FileNotFoundError:
-            pass
-        directory = os.path.dirname(path) or "."
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".keyring-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(content)
-            os.chmod(tmp, 0o600)
-            os.rename(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        LOG.info("rbd backend: wrote %s", path)
+    def remove_readonly_identity(self, volume):
+        """Remove the volume's read-only cephx user (gone already:
+        nothing to do).  The keys it gave out stop working at once."""
+        entity = "client.%s" % self.readonly_identity(volume)
+        with self._identity_lock:
+            ret, _, err = self._mon_command({"prefix": "auth del",
+                                             "entity": entity})
+        if ret not in (0, -errno.ENOENT):
+            raise exception.ServiceUnavailable(
+                reason="cannot remove the read-only cephx user %s: %s"
+                % (entity, err))
+        if ret == 0:
+            LOG.info("rbd backend: removed %s", entity)
 
     def initialize_connection(self, volume, attachment_id, connector,
                               attach_mode):
         self.check_connector(connector)
         mode = "ro" if attach_mode == "ro" else "rw"
+        keyring = None
         with self._errors("connection of volume %s" % volume["id"]):
             hosts, ports = self.monitors()
             fsid = self._cluster().get_fsid()
             if mode == "ro":
-                user = self.ensure_readonly_identity()
+                user, keyring = self.ensure_readonly_identity(volume)
                 auth_enabled = True
-                secret_uuid = self.readonly_secret_uuid(fsid)
+                secret_uuid = self.readonly_secret_uuid(fsid, user)
             else:
-                user = self.user
-                auth_enabled = bool(self.user)
+                user = self.attach_user
+                auth_enabled = bool(user)
                 secret_uuid = self.secret_uuid or fsid
-        return {
+        info = {
             "driver_volume_type": DRIVER_VOLUME_TYPE,
             "name": "%s/%s" % (self.pool, image_name(volume)),
             "hosts": hosts, "ports": ports,
@@ -364,6 +462,30 @@ class RBDBackend:
             "access_mode": mode, "attachment_id": attachment_id,
             "encrypted": False, "qos_specs": None, "cacheable": False,
         }
+        if keyring is not None:
+            info["keyring"] = keyring
+        return info
 
-    def terminate_connection(self, volume, attachment, connector):
-        """Nothing is exported: QEMU closes the image on detach."""
+    # the volume manager passes the volume's other connected attachments
+    needs_remaining = True
+
+    def terminate_connection(self, volume, attachment, connector,
+                             remaining=None):
+        """QEMU closes the image on detach.  The last read-only
+        attachment's disconnect removes the volume's read-only identity
+        (the volume manager calls this with the volume row locked, so a
+        concurrent connect of the same volume waits for it).  Without
+        ``remaining`` (the legacy os-terminate_connection) the identity
+        stays until the volume is deleted."""
+        if remaining is None or attachment.get("attach_mode") != "ro":
+            return
+        if any(a.get("attach_mode") == "ro" for a in remaining):
+            return
+        try:
+            with self._errors("removal of the read-only user of volume %s"
+                              % volume["id"]):
+                self.remove_readonly_identity(volume)
+        except exception.ServiceUnavailable as e:
+            # the detach itself is done: the user goes with the next last
+            # disconnect or with the volume
+            LOG.error("rbd backend: %s", e)

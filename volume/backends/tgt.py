@@ -95,6 +95,11 @@ class ISCSIBackend(file_backend.FileBackend):
 
     shared_targets = False
     needs_remaining = True
+    # tgtd reads a LUN's size when the LUN is added: re-adding it after
+    # the file grew makes it report the new capacity to the sessions
+    # open on the target (see refresh_luns), which QEMU's iSCSI client
+    # then reads (block_resize)
+    online_extend = True
 
     def __init__(self, name, service_host, volumes_dir, portal_host,
                  portal_port=3260, target_prefix="iqn.2010-10.org.openstack:"):
@@ -235,6 +240,47 @@ class ISCSIBackend(file_backend.FileBackend):
                 os.unlink(self._acl_file(name))
             except FileNotFoundError:
                 pass
+
+    def refresh_luns(self, volume_id):
+        """Make the LUN of each target of the volume report its file's
+        size: tgtd reads it when the LUN is added and never again (neither
+        a truncate nor ``logicalunit update`` changes it, measured with tgt
+        1.0.85), so LUN 1 is deleted and added again with the same backing
+        file (sessions stay logged in; the read-only target gets its
+        ``readonly`` flag back).  Cinder's tgt helper instead re-creates
+        the whole target (``tgt-admin --update --force``), cutting them."""
+        with self._tgt_lock:
+            existing = targets()
+            for mode in ("rw", "ro"):
+                tid = existing.get(target_name(self.prefix, volume_id, mode))
+                if tid is None:
+                    continue
+                tgtadm("--mode", "logicalunit", "--op", "delete", "--tid",
+                       str(tid), "--lun", str(LUN))
+                tgtadm("--mode", "logicalunit", "--op", "new", "--tid",
+                       str(tid), "--lun", str(LUN), "--backing-store",
+                       self.path(volume_id))
+                if mode == "ro":
+                    tgtadm("--mode", "logicalunit", "--op", "update",
+                           "--tid", str(tid), "--lun", str(LUN),
+                           "--params", "readonly=1")
+                LOG.info("tgt target %s (tid %d): LUN %d re-read its size",
+                         target_name(self.prefix, volume_id, mode), tid, LUN)
+
+    def extend_volume(self, volume, new_size, attached=False):
+        """Grow the volume's file, then the LUN of each of its targets.
+        Once the file grew the extend stands, as Cinder's
+        (``TargetUpdateFailed``: "Volume extended but failed to update
+        target"): a LUN that did not follow is logged, and the next
+        connection of the volume gets the new size."""
+        vid = file_backend.backing(volume)
+        file_backend.grow_file(self.path(vid),
+                               int(new_size) * file_backend.GiB)
+        try:
+            self.refresh_luns(vid)
+        except TargetError as e:
+            LOG.warning("Volume %s extended but its iSCSI target did not "
+                        "follow: %s", volume["id"], e)
 
     # -- connections -------------------------------------------------------
     @staticmethod

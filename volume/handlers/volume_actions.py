@@ -5,7 +5,7 @@ The attach actions from before 3.27 (``os-reserve``, ``os-unreserve``,
 ``os-detach``, ``os-begin_detaching``, ``os-roll_detaching``), and the
 volume's own: read-only flag, bootable, extend, reset status, retype and
 migration (``os-migrate_volume_completion`` is the compute side's call
-back after a swap).  Status codes
+back after a swap), and ``os-force_detach`` (admin).  Status codes
 as Cinder's: 202, but 200 for os-initialize_connection (with its
 ``connection_info``), os-migrate_volume_completion (``save_volume_id``)
 and os-set_bootable.  ``os-reimage`` (3.68) re-images a volume, Nova's
@@ -16,6 +16,7 @@ from oslo_utils import strutils
 
 from volattach import exception
 from volattach.volume import states
+from volattach.volume import reimaged_event
 from volattach.volume import validation
 from volattach.volume import microversion as mv
 from volattach.volume.handlers import context, version
@@ -43,6 +44,7 @@ class Action:
             "os-begin_detaching": self._begin_detaching,
             "os-roll_detaching": self._roll_detaching,
             "os-reset_status": self._reset_status,
+            "os-force_detach": self._force_detach,
             "os-retype": self._retype,
             "os-migrate_volume": self._migrate_volume,
             "os-migrate_volume_completion": self._migrate_volume_completion,
@@ -83,7 +85,11 @@ class Action:
     def _extend(self, req, volume_id, data):
         validation.validate(schemas.extend, data)
         new_size = checked_size(data["os-extend"]["new_size"], "new_size")
-        self.manager.volume_extend(context(req), volume_id, new_size)
+        # from 3.42 an in-use volume may be extended (Cinder's
+        # extend_attached_volume); before, only an available one
+        self.manager.volume_extend(
+            context(req), volume_id, new_size,
+            attached_allowed=version(req) >= mv.VOLUME_EXTEND_INUSE)
 
     def _reimage(self, req, volume_id, data):
         # Cinder's os-reimage is 3.68's: before it there is no such action
@@ -92,10 +98,13 @@ class Action:
                 message="There is no such action: os-reimage")
         validation.validate(schemas.reimage, data)
         args = data["os-reimage"]
-        self.manager.volume_reimage(
+        servers = self.manager.volume_reimage(
             context(req), volume_id, args["image_id"],
             reimage_reserved=strutils.bool_from_string(
                 args.get("reimage_reserved", False), strict=True))
+        # a reserved volume: its server's rebuild waits for the event
+        reimaged_event.post_in_background(self.manager.conf, servers,
+                                          volume_id)
 
     def _reset_status(self, req, volume_id, data):
         validation.validate(schemas.reset_status, data)
@@ -107,6 +116,13 @@ class Action:
         self.manager.volume_reset_status(
             context(req), volume_id, status=status,
             migration_status=args.get("migration_status"))
+
+    def _force_detach(self, req, volume_id, data):
+        validation.validate(schemas.force_detach, data)
+        args = data["os-force_detach"] or {}
+        self.manager.legacy.force_detach(
+            context(req), volume_id, attachment_id=args.get("attachment_id"),
+            connector=args.get("connector"))
 
     # -- retype and migration (volume_migration) -----------------------------
 

@@ -77,6 +77,23 @@ update_readonly_flag = {
     "additionalProperties": False,
 }
 
+# Cinder's admin_actions.force_detach
+force_detach = {
+    "type": "object",
+    "properties": {
+        "os-force_detach": {
+            "type": "object",
+            "properties": {
+                "connector": {"type": ["string", "object", "null"]},
+                "attachment_id": {"type": ["string", "null"]},
+            },
+            "additionalProperties": False,
+        },
+    },
+    "required": ["os-force_detach"],
+    "additionalProperties": False,
+}
+
 reset_status = {
     "type": "object",
     "properties": {

@@ -24,17 +24,20 @@ import xml.etree.ElementTree as ET
 from xml.sax import saxutils
 
 from volattach.compute.virt import driver
+from volattach.compute.virt.libvirt import boot as boot_mod
+from volattach.compute.virt.libvirt import cache_manager
 from volattach.compute.virt.libvirt import configdrive
 from volattach.compute.virt.libvirt import host as host_mod
+from volattach.compute.virt.libvirt import imagecache
 from volattach.compute.virt.libvirt import images
 from volattach.compute.virt.libvirt import volume as volume_mod
 from volattach import exception
 from volattach.conf import CONF
 from volattach import device_naming
+from volattach.image import glance
 
 LOG = logging.getLogger(__name__)
 
-ROOT_DISK_BYTES = 1024 * 1024
 DETACH_ATTEMPTS = 8
 DETACH_TIMEOUT = 20.0      # seconds per attempt, as Nova's device_detach_timeout
 # in a guest's directory on a live migration's destination until the guest
@@ -80,13 +83,35 @@ def volume_connector(host, initiator_file=INITIATOR_FILE):
     return connector
 
 
+def _kernel_xml(boot):
+    """<kernel>, <initrd> and <cmdline> of a direct kernel boot; nothing
+    for an image that boots from its disk."""
+    if not boot.kernel:
+        return "<boot dev='hd'/>"
+    e = saxutils.escape
+    xml = "<kernel>%s</kernel>" % e(boot.kernel)
+    if boot.initrd:
+        xml += "<initrd>%s</initrd>" % e(boot.initrd)
+    return xml + "<cmdline>%s</cmdline>" % e(boot.cmdline)
+
+
 class LibvirtDriver(driver.ComputeDriver):
+    # with [glance]: its client and this host's image cache
+    _glance = None
+    _image_cache = None
 
     def __init__(self, host):
         super().__init__(host)
         self._host = host_mod.Host(CONF.libvirt.connection_uri)
         self._host.get_connection()
         self._lock = threading.Lock()
+        if glance.configured(CONF):
+            self._glance = glance.GlanceClient(CONF)
+            self._image_cache = imagecache.ImageCache(
+                os.path.join(CONF.libvirt.instances_path,
+                             CONF.image_cache.subdirectory_name),
+                self._glance)
+            cache_manager.start(self._image_cache)
 
     # -- helpers --------------------------------------------------------------
     @property
@@ -127,27 +152,16 @@ class LibvirtDriver(driver.ComputeDriver):
             self._serial(connection_info), mode == "ro")
 
     def domain_xml(self, instance, block_device_info):
-        image = images.image_path(instance.image_ref)
-        if image is None:
-            raise exception.VirtDriverError(
-                operation="spawn",
-                reason="image %r not found under [libvirt] image_dir"
-                % instance.image_ref)
-        cmdline = "console=ttyS0"
-        if os.path.exists(os.path.join(image, "cmdline")):
-            with open(os.path.join(image, "cmdline")) as f:
-                cmdline = f.read().strip()
         idir = self._instance_dir(instance)
+        boot = boot_mod.prepare(instance, idir, self._glance, self._image_cache)
         # a small local root disk takes vda, so that volumes get in the
         # guest the names the API gives them (vdb, vdc...)
-        root = os.path.join(idir, "disk")
-        if not os.path.exists(root):
-            with open(root, "wb") as f:
-                f.truncate(ROOT_DISK_BYTES)
+        root = boot.root
         disks = ["<disk type='file' device='disk'><driver name='qemu' "
-                 "type='raw'/><source file=%s/><target dev='vda' "
+                 "type=%s/><source file=%s/><target dev='vda' "
                  "bus='virtio'/><serial>root</serial></disk>"
-                 % saxutils.quoteattr(root)]
+                 % (saxutils.quoteattr(boot.root_format),
+                    saxutils.quoteattr(root))]
         # PCI slots follow the order of the XML: sorted by device name
         for d in sorted(block_device_info,
                         key=lambda d: (len(d["device_name"]),
@@ -168,8 +182,7 @@ class LibvirtDriver(driver.ComputeDriver):
         return (
             "<domain type=%s><name>%s</name><uuid>%s</uuid>"
             "<memory unit='MiB'>%d</memory><vcpu>%d</vcpu>"
-            "<os><type arch='x86_64' machine='pc'>hvm</type>"
-            "<kernel>%s</kernel><initrd>%s</initrd><cmdline>%s</cmdline></os>"
+            "<os><type arch='x86_64' machine='pc'>hvm</type>%s</os>"
             "<features><acpi/></features>"
             "<on_poweroff>destroy</on_poweroff><on_reboot>restart</on_reboot>"
             "<on_crash>destroy</on_crash><devices>%s"
@@ -178,8 +191,7 @@ class LibvirtDriver(driver.ComputeDriver):
             "<memballoon model='none'/></devices></domain>"
             % (q(CONF.libvirt.virt_type), e(domain_name(instance)),
                e(instance.uuid), memory, max(1, int(instance.flavor.vcpus or 1)),
-               e(os.path.join(image, "kernel")),
-               e(os.path.join(image, "initramfs")), e(cmdline),
+               _kernel_xml(boot),
                "".join(disks), q(os.path.join(idir, "console.sock")),
                q(os.path.join(idir, "console.log"))))
 
@@ -188,6 +200,8 @@ class LibvirtDriver(driver.ComputeDriver):
         return volume_connector(self.host)
 
     def list_images(self):
+        if self._glance is not None:
+            return None      # any image of Glance: the build decides
         return images.list_images()
 
     def get_device_name_for_instance(self, instance, used_device_names,
@@ -259,7 +273,10 @@ class LibvirtDriver(driver.ComputeDriver):
         try:
             dom.attachDeviceFlags(xml, self._flags(dom))
         except self._host.libvirt.libvirtError as e:
-            raise exception.VirtDriverError(operation="attach", reason=str(e))
+            raise exception.VirtDriverError(
+                operation="attach", reason=volume_mod.volume_driver(
+                    connection_info, self._host).attach_failure(
+                        connection_info, e))
 
     def volume_device_names(self, instance):
         """The target devices of the guest's volume disks: those with a
@@ -364,6 +381,43 @@ class LibvirtDriver(driver.ComputeDriver):
             time.sleep(CONF.libvirt.swap_volume_poll_interval)
         dom.blockJobAbort(target, lv.VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT)
 
+    def extend_volume(self, instance, connection_info, device_name,
+                      new_size, mode="rw"):
+        """virDomainBlockResize of the volume's disk to ``new_size`` bytes,
+        as Nova's driver does once the volume grew: QEMU sets the size of
+        its node (for rbd and iSCSI the image or LUN already has it) and
+        tells the guest, which sees the new capacity at once.  A guest that
+        is not running is left alone: its next boot opens the volume at its
+        size.  QEMU refuses to resize a read-only node ("Image is
+        read-only"), so a read-only attachment's disk does not grow
+        (measured on QEMU 7.2, README)."""
+        lv = self._host.libvirt
+        dom = self._domain(instance)
+        if not dom.isActive():
+            LOG.debug("%s is not running: its disk %s grows at its next "
+                      "boot", instance.uuid, device_name)
+            return
+        alias = volume_mod.disk_alias(self._serial(connection_info))
+        disk = self._find_disk(dom, alias,
+                               target=(device_name or "").rsplit("/", 1)[-1])
+        if disk is None:
+            raise exception.VirtDriverError(
+                operation="extend",
+                reason="no disk of volume %s in the guest"
+                % self._serial(connection_info))
+        element = ET.fromstring(disk)
+        if element.find("readonly") is not None:
+            raise exception.VirtDriverError(
+                operation="extend",
+                reason=driver.READ_ONLY_RESIZE_REFUSED % device_name)
+        target = element.find("target").get("dev")
+        try:
+            dom.blockResize(target, new_size,
+                            lv.VIR_DOMAIN_BLOCK_RESIZE_BYTES)
+        except lv.libvirtError as e:
+            raise exception.VirtDriverError(operation="extend",
+                                            reason=str(e))
+
     # -- live migration ---------------------------------------------------------
     # The guest moves between libvirt daemons with virDomainMigrateToURI3
     # (peer to peer, as Nova does); its local disks (the root disk) are
@@ -377,11 +431,6 @@ class LibvirtDriver(driver.ComputeDriver):
         """Destination: the guest's directory, its root disk file for
         libvirt to copy into and its config drive; the volumes' <disk>
         with the destination's connections."""
-        if images.image_path(instance.image_ref) is None:
-            raise exception.VirtDriverError(
-                operation="pre_live_migration",
-                reason="image %r not found under [libvirt] image_dir"
-                % instance.image_ref)
         idir = os.path.join(CONF.libvirt.instances_path, instance.uuid)
         try:
             os.makedirs(idir)
@@ -392,8 +441,7 @@ class LibvirtDriver(driver.ComputeDriver):
                        "supported" % idir)
         try:
             open(os.path.join(idir, MIGRATING_IN), "w").close()
-            with open(os.path.join(idir, "disk"), "wb") as f:
-                f.truncate(ROOT_DISK_BYTES)
+            boot_mod.prepare(instance, idir, self._glance, self._image_cache)
             if instance.config_drive:
                 configdrive.make_config_drive(
                     os.path.join(idir, "disk.config"), instance,

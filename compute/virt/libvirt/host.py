@@ -4,6 +4,11 @@ libvirt delivers domain events (device removed, removal failed) through
 an event loop that must be registered before the connection is opened and
 run by a thread; waiters block on a condition until their event comes or
 their timeout passes.
+
+``get_connection`` hands out the connection wrapped so that each libvirt
+call made through it, and through the domains and secrets it returns, is
+logged at DEBUG (``libvirt <call> (domain <name>)``): one hook for every
+libvirt call of the driver.
 """
 import logging
 import threading
@@ -34,6 +39,40 @@ def _start_event_loop(libvirt):
         _EVENT_LOOP["started"] = True
 
 
+class _Logged:
+    """A libvirt connection or domain whose method calls are logged at
+    DEBUG (module doc); the domains a call returns are wrapped too."""
+
+    __slots__ = ("_target", "_libvirt", "_label")
+
+    def __init__(self, target, libvirt, label="connection"):
+        self._target = target
+        self._libvirt = libvirt
+        self._label = label
+
+    def __getattr__(self, name):
+        attr = getattr(self._target, name)
+        if name.startswith("_") or not callable(attr):
+            return attr
+        label = self._label
+        libvirt = self._libvirt
+
+        def call(*args, **kwargs):
+            if LOG.isEnabledFor(logging.DEBUG):
+                LOG.debug("libvirt %s (%s)", name, label)
+            result = attr(*args, **kwargs)
+            if isinstance(result, libvirt.virDomain):
+                try:
+                    domain = "domain %s" % result.name()
+                except libvirt.libvirtError:
+                    domain = "domain"
+                return _Logged(result, libvirt, domain)
+            if isinstance(result, libvirt.virSecret):
+                return _Logged(result, libvirt, "secret")
+            return result
+        return call
+
+
 class Host:
 
     def __init__(self, uri):
@@ -60,7 +99,7 @@ class Host:
                     None, lv.VIR_DOMAIN_EVENT_ID_DEVICE_REMOVAL_FAILED,
                     self._removal_failed, None)
                 self._conn = conn
-            return self._conn
+            return _Logged(self._conn, self.libvirt)
 
     @staticmethod
     def _check_version(conn):

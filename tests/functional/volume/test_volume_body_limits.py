@@ -12,7 +12,8 @@ def test_body_over_the_cap_is_413_overlimit(api):
     assert r.status_code == 413
     assert r.json == {"overLimit": {
         "code": 413,
-        "message": "The body of your request was too large for this server."}}
+        "message": "Request is too large: the body limit is 114688 bytes "
+                   "([oslo_middleware] max_request_body_size)."}}
     assert r.headers["x-openstack-request-id"].startswith("req-")
     assert api.get("/volumes", token=ADMIN).json["volumes"] == []
 

@@ -12,6 +12,7 @@ Fixtures in conftest.py:
 * ``served``: the service over real HTTP (``volume.service.serve_in_thread``
   on a free loopback port).
 """
+import http.server
 import json
 import threading
 import uuid
@@ -232,3 +233,52 @@ class Recorder:
         return len([r for r in self.requests
                     if (method is None or r[0] == method)
                     and path_part in r[1]])
+
+
+class ComputeStub:
+    """A compute API of one route, on a free loopback port (``url``: its
+    /v2.1): POST /v2.1/os-server-external-events: records each request and
+    answers ``reply(events) -> (status, body)``; ``hold``: an Event the
+    handler waits for before answering (a compute API that hangs)."""
+
+    def __init__(self, reply):
+        self.reply = reply
+        self.requests = []
+        self.hold = None
+        self.received = threading.Event()
+        stub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(
+                    int(self.headers["Content-Length"])))
+                stub.requests.append((self.path, dict(self.headers), body))
+                stub.received.set()
+                if stub.hold is not None:
+                    stub.hold.wait(30)
+                status, answer = stub.reply(body["events"])
+                data = json.dumps(answer).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:
+                    pass                # the client gave up (timeout)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                                      Handler)
+        self.server.daemon_threads = True
+        self.url = "http://127.0.0.1:%d/v2.1" % self.server.server_port
+        threading.Thread(target=self.server.serve_forever,
+                         kwargs={"poll_interval": 0.01}, daemon=True).start()
+
+    def close(self):
+        if self.hold is not None:
+            self.hold.set()
+        self.server.shutdown()
+        self.server.server_close()

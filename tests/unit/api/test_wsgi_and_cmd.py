@@ -104,14 +104,18 @@ def test_volattach_api_runs_gunicorn_with_the_config(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(wsgi_server, "run",
                         lambda *a, **kw: calls.append((a, kw)))
-    cmd_api.main(["--config-file", str(config)], conf=_private_conf())
+    conf = _private_conf()
+    cmd_api.main(["--config-file", str(config)], conf=conf)
     # gunicorn gets the socket bound before it starts (volattach.listen)
     [(args, kwargs)] = calls
     sock = kwargs.pop("bind")
     with sock:
         assert sock.getsockname()[0] == "0.0.0.0"
+    # the configuration whose files the start line names
+    assert kwargs.pop("conf") is conf
     assert (args, kwargs) == (("volattach.api.wsgi:application",),
-                              {"workers": 3, "threads": 2, "keepalive": 75.0})
+                              {"workers": 3, "threads": 2, "keepalive": 75.0,
+                               "name": "volattach-api"})
     assert os.environ[api_wsgi.CONFIG_FILE_ENV] == str(config)
 
 
@@ -122,7 +126,8 @@ def test_bind_address_brackets_ipv6():
     assert cmd_api.bind_address(conf) == "[::1]:8774"
 
 
-def test_volattach_api_refuses_noauth_beyond_loopback(tmp_path, monkeypatch):
+def test_volattach_api_refuses_noauth_beyond_loopback(tmp_path, monkeypatch,
+                                                     capsys):
     config = tmp_path / "api.conf"
     config.write_text("[api]\nlisten = 0.0.0.0\nauth_strategy = noauth\n")
     calls = []
@@ -130,7 +135,8 @@ def test_volattach_api_refuses_noauth_beyond_loopback(tmp_path, monkeypatch):
                         lambda *a, **kw: calls.append((a, kw)))
     with pytest.raises(SystemExit) as exc:
         cmd_api.main(["--config-file", str(config)], conf=_private_conf())
-    assert "[DEFAULT] allow_insecure_noauth" in str(exc.value)
+    assert exc.value.code == 2      # a configuration error (volattach.startup)
+    assert "[DEFAULT] allow_insecure_noauth" in capsys.readouterr().err
     assert calls == []
 
 

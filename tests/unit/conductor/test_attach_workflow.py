@@ -318,3 +318,60 @@ def test_a_migration_started_during_the_reserve_gets_the_record_back(
     w.compute.attach_volume.assert_not_called()
     assert w.bdm.destroyed
     w.event.finish.assert_called_once()
+
+
+@pytest.mark.parametrize("version,refused", [(None, True), (13, True),
+                                             (14, False)])
+def test_a_key_in_the_connection_needs_a_compute_that_takes_it(
+        workflow, version, refused):
+    """A read-only rbd connection carries the volume's key (``keyring``):
+    a compute older than RBD_KEYRING_SERVICE_VERSION would look for a
+    keyring file, so the attach is refused (409) and rolled back before
+    anything is saved or plugged."""
+    w = workflow
+    w.volume.attachment_update.return_value = {
+        "id": "att-1", "attach_mode": "ro", "connection_info": {
+            "driver_volume_type": "rbd", "auth_username": "u",
+            "keyring": "[client.u]\n\tkey = x\n"}}
+    service = (None if version is None
+               else types.SimpleNamespace(version=version))
+    with mock.patch.object(objects, "Service") as services:
+        services.get_by_host_and_binary.return_value = service
+        if refused:
+            with pytest.raises(exception.ComputeTooOldForFeature) as e:
+                w.tm.attach_volume(w.ctx, w.instance, "vol-1",
+                                   attach_mode="ro")
+            assert isinstance(e.value, exception.Conflict)      # 409
+            assert "h1" in str(e.value)
+            assert w.bdm.saves == []
+            w.volume.attachment_delete.assert_called_once_with(w.ctx,
+                                                               "att-1")
+            w.compute.attach_volume.assert_not_called()
+        else:
+            w.tm.attach_volume(w.ctx, w.instance, "vol-1", attach_mode="ro")
+            w.compute.attach_volume.assert_called_once()
+    services.get_by_host_and_binary.assert_called_once_with(
+        w.ctx.elevated.return_value, "h1", "volattach-compute")
+
+
+def test_servers_with_a_keyed_connection_need_new_computes():
+    """The scheduler's minimum for a server's volumes (a move, an
+    unshelve): a read-only rbd record with a key needs the computes that
+    take it, another read-only one only read-only support."""
+    from volattach.conductor.tasks import base
+    from volattach.objects import service as service_obj
+
+    def bdm(mode, info):
+        return types.SimpleNamespace(is_volume=True, attach_mode=mode,
+                                     get_connection_info=lambda: info)
+    keyed = {"driver_volume_type": "rbd", "keyring": "k"}
+    cases = [([bdm("rw", None)], None),
+             ([bdm("ro", {"driver_volume_type": "rbd"})],
+              service_obj.READ_ONLY_ATTACH_SERVICE_VERSION),
+             ([bdm("rw", None), bdm("ro", keyed)],
+              service_obj.RBD_KEYRING_SERVICE_VERSION)]
+    for bdms, wanted in cases:
+        with mock.patch.object(objects, "BlockDeviceMappingList") as lists:
+            lists.get_by_instance_uuid.return_value = bdms
+            assert base.min_version_for(
+                mock.Mock(), types.SimpleNamespace(uuid="i")) == wanted

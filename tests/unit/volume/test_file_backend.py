@@ -180,3 +180,67 @@ def test_real_daemon_refuses_writes_on_the_read_only_export(tmp_path):
             assert f.read(4096) == b"\x5a" * 4096
     finally:
         backend.daemon.stop()
+
+
+# -- extend -------------------------------------------------------------------
+
+def test_extend_grows_the_file_and_drops_a_stale_export(backend):
+    volume = _volume(backend, size=1)
+    # an export left by a crash would serve the old size to the next attach
+    backend.ensure_export(volume["id"], "rw")
+    backend.extend_volume(volume, 3)
+    assert os.path.getsize(backend.path(volume["id"])) == 3 * 1024 ** 3
+    assert backend.daemon.exports == {} and backend.daemon.nodes == {}
+    backend.extend_volume(volume, 2)        # never shrinks
+    assert os.path.getsize(backend.path(volume["id"])) == 3 * 1024 ** 3
+
+
+def test_attached_extend_is_refused_with_the_reason(backend):
+    volume = _volume(backend)
+    assert backend.online_extend is False
+    with pytest.raises(exception.InvalidVolume, match="Cannot grow NBD"):
+        backend.extend_volume(volume, 2, attached=True)
+    assert os.path.getsize(backend.path(volume["id"])) == 1024 ** 3
+
+
+def test_missing_file_fails_the_extend(backend):
+    volume = _volume(backend)
+    os.unlink(backend.path(volume["id"]))
+    with pytest.raises(FileNotFoundError):
+        backend.extend_volume(volume, 2)
+
+
+def test_real_nbd_client_cannot_grow_and_a_new_export_shows_the_size(
+        tmp_path):
+    """The measurement behind ``online_extend = False``: QEMU's NBD client
+    refuses to grow its node, and only an export made after the file grew
+    serves the new size."""
+    pytest.importorskip("qemu.qmp")
+    if shutil.which("qemu-io") is None:
+        pytest.skip("qemu-io missing")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    backend = file_backend.FileBackend("file", "vhost", str(tmp_path / "v"),
+                                       "127.0.0.1", port)
+
+    def io(name, command):
+        return subprocess.run(
+            ["qemu-io", "-f", "raw", "-c", command,
+             "nbd://127.0.0.1:%d/%s" % (port, name)],
+            capture_output=True, text=True)
+    try:
+        volume = _volume(backend)
+        rw = backend.initialize_connection(volume, "a1", {"host": "c"}, "rw")
+        grown = io(rw["name"], "truncate 2G")
+        assert "Cannot grow NBD nodes" in grown.stdout + grown.stderr
+        backend.terminate_connection(volume, {"attach_mode": "rw"}, {})
+        backend.extend_volume(volume, 2)
+        out = subprocess.run(["qemu-img", "info", "--output=json", "-f",
+                              "raw", backend.path(volume["id"])],
+                             capture_output=True, text=True, check=True)
+        assert '"virtual-size": %d' % (2 * 1024 ** 3) in out.stdout
+        rw = backend.initialize_connection(volume, "a2", {"host": "c"}, "rw")
+        assert io(rw["name"], "length").stdout.strip() == "2 GiB"
+    finally:
+        backend.daemon.stop()

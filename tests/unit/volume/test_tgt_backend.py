@@ -185,3 +185,42 @@ def test_iscsi_is_a_backend_kind_of_enabled_backends(tmp_path):
     assert isinstance(b, tgt.ISCSIBackend)
     assert (b.portal, b.prefix) == ("127.0.0.1:3261", "iqn.2000-01.test:")
     assert backends.kinds["LVM"] == "iscsi"
+
+
+# -- extend -------------------------------------------------------------------
+
+def _lun_size_mb(backend, volume_id, mode="rw"):
+    """The size tgtd reports for LUN 1 of the volume's target (MB)."""
+    out = tgt.tgtadm("--mode", "target", "--op", "show")
+    name = tgt.target_name(backend.prefix, volume_id, mode)
+    block = out.split("Target %d: %s\n" % (tgt.targets()[name], name), 1)[1]
+    lun = block.split("LUN: %d\n" % tgt.LUN, 1)[1]
+    return int(lun.split("Size: ", 1)[1].split(" MB", 1)[0])
+
+
+def test_extend_of_an_attached_volume_grows_the_lun_for_the_session(backend):
+    vol = _volume(backend)
+    info = backend.initialize_connection(vol, "a1", _connector(), "rw")
+    ro = backend.initialize_connection(vol, "a2", _connector(), "ro")
+    assert qemu_io(info, "length").stdout.strip() == "1 GiB"
+    assert _lun_size_mb(backend, vol["id"]) == 1074
+    backend.extend_volume(vol, 2, attached=True)
+    assert os.path.getsize(backend.path(vol["id"])) == 2 * 1024 ** 3
+    assert _lun_size_mb(backend, vol["id"]) == 2147
+    assert _lun_size_mb(backend, vol["id"], "ro") == 2147
+    # the new tail is there for the initiator; CHAP and ACL still hold
+    w = qemu_io(info, "write -P 0x3c 2047M 64k")
+    assert w.returncode == 0, w.stderr + w.stdout
+    assert qemu_io(info, "length").stdout.strip() == "2 GiB"
+    # the read-only target stays read-only
+    denied = qemu_io(ro, "write -P 0x00 0 4k")
+    assert "wrote" not in denied.stdout
+    assert qemu_io(ro, "read -P 0x3c 2047M 64k", readonly=True).returncode == 0
+
+
+def test_extend_of_a_detached_volume_grows_the_file_only(backend):
+    vol = _volume(backend)
+    backend.extend_volume(vol, 3)
+    assert os.path.getsize(backend.path(vol["id"])) == 3 * 1024 ** 3
+    info = backend.initialize_connection(vol, "a1", _connector(), "rw")
+    assert qemu_io(info, "length").stdout.strip() == "3 GiB"

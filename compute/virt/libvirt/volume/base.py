@@ -60,6 +60,11 @@ class VolumeDriver:
     def disconnect_volume(self, connection_info):
         pass
 
+    def attach_failure(self, connection_info, error):
+        """The reason of a failed attach of this disk (libvirt's error,
+        which a volume type may complete with what it knows)."""
+        return str(error)
+
     def source_xml(self, data):
         raise NotImplementedError()
 

@@ -10,10 +10,13 @@ anywhere gets one derived from (cluster, user).
 
 Unlike Nova, the compute defines the libvirt secret itself (no manual
 ``virsh secret-define``): on connect, when libvirt has no secret with the
-uuid, it reads the key of ``client.<user>`` from Ceph's standard keyring
-path ``/etc/ceph/<cluster>.client.<user>.keyring`` and defines one whose
-value is the base64-decoded key; an existing secret gets the keyring's key
-when it changed (a rebuilt cluster).  Secrets are never undefined on a
+uuid, it takes the key of ``client.<user>`` from the connection's
+``keyring`` (the key of a volume's read-only user, as Cinder's RBD driver
+can send it: the secret is then ephemeral and private, in libvirtd's
+memory only, and the key is written nowhere), else from Ceph's standard
+keyring path ``/etc/ceph/<cluster>.client.<user>.keyring``, and defines
+one whose value is the base64-decoded key; an existing secret gets the
+new key when it changed (a rebuilt cluster, a user made again).  Secrets are never undefined on a
 disconnect: other disks of the host may use them.  A secret that libvirt
 already has is used as it is when this host has no keyring (an operator's
 own).  Connect also checks that a monitor answers, so that an attach with
@@ -56,8 +59,15 @@ def read_key(path, user):
             operation="connect",
             reason="cannot read the key of client.%s from %s: %s"
             % (user, path, e.strerror or e))
+    return parse_key(text, user, path)
+
+
+def parse_key(text, user, source="the connection's keyring"):
+    """The raw key of ``client.<user>`` in keyring ``text`` (Ceph's
+    keyring format); VirtDriverError naming ``source`` and the user when
+    it holds none."""
     section = None
-    for line in text.splitlines():
+    for line in str(text).splitlines():
         line = line.strip()
         m = re.fullmatch(r"\[(.+)\]", line)
         if m:
@@ -71,7 +81,7 @@ def read_key(path, user):
                 break
     raise exception.VirtDriverError(
         operation="connect",
-        reason="%s holds no valid key of client.%s" % (path, user))
+        reason="%s holds no valid key of client.%s" % (source, user))
 
 
 def derived_secret_uuid(cluster, user):
@@ -116,7 +126,8 @@ class RBDVolumeDriver(base.VolumeDriver):
         self.check_monitors(data)
         auth = self.auth(data)
         if auth is not None:
-            self.ensure_secret(self.cluster(data), *auth)
+            self.ensure_secret(self.cluster(data), *auth,
+                               keyring=data.get("keyring"))
 
     @staticmethod
     def monitors(data):
@@ -145,10 +156,14 @@ class RBDVolumeDriver(base.VolumeDriver):
             reason="no Ceph monitor of %s reachable (%s)"
             % (data.get("name"), "; ".join(errors)))
 
-    def ensure_secret(self, cluster, user, secret_uuid):
+    def ensure_secret(self, cluster, user, secret_uuid, keyring=None):
         """A libvirt secret ``secret_uuid`` holding the key of
         ``client.<user>``: defined when missing, its value updated when
-        the keyring's key changed."""
+        the key changed.  The key comes from the connection's ``keyring``
+        when it has one (a volume's read-only user): that secret is
+        ephemeral and private (libvirt keeps it in memory only and never
+        shows its value), and no file is read or written.  Else from
+        ``/etc/ceph/<cluster>.client.<user>.keyring``."""
         lv = self.host.libvirt
         conn = self.host.get_connection()
         path = keyring_path(cluster, user)
@@ -160,18 +175,24 @@ class RBDVolumeDriver(base.VolumeDriver):
                     if e.get_error_code() != lv.VIR_ERR_NO_SECRET:
                         raise
                     secret = None
-                try:
-                    key = read_key(path, user)
-                except exception.VirtDriverError:
-                    if secret is not None:
-                        return      # the operator's own secret
-                    raise
+                if keyring is not None:
+                    key = parse_key(keyring, user)
+                else:
+                    try:
+                        key = read_key(path, user)
+                    except exception.VirtDriverError:
+                        if secret is not None:
+                            return      # the operator's own secret
+                        raise
                 if secret is None:
+                    flags = ("ephemeral='yes' private='yes'"
+                             if keyring is not None
+                             else "ephemeral='no' private='no'")
                     secret = conn.secretDefineXML(
-                        "<secret ephemeral='no' private='no'><uuid>%s</uuid>"
+                        "<secret %s><uuid>%s</uuid>"
                         "<usage type='ceph'><name>%s</name></usage></secret>"
-                        % (secret_uuid, self.usage_name(cluster, user,
-                                                        secret_uuid)))
+                        % (flags, secret_uuid,
+                           self.usage_name(cluster, user, secret_uuid)))
                     LOG.info("defined libvirt secret %s for %s.client.%s",
                              secret_uuid, cluster, user)
                 try:
@@ -186,6 +207,16 @@ class RBDVolumeDriver(base.VolumeDriver):
                     reason="libvirt secret %s of client.%s: %s (is "
                            "libvirt-daemon-driver-secret installed?)"
                     % (secret_uuid, user, e))
+
+    def attach_failure(self, connection_info, error):
+        """QEMU could not open the image: name the cephx user it opened
+        it as (a volume's own read-only user whose key was revoked, a
+        user without the caps)."""
+        data = base.connection_data(connection_info)
+        auth = self.auth(data)
+        return "%s (rbd image %s as %s)" % (
+            error, data.get("name"),
+            "client.%s" % auth[0] if auth else "no cephx user")
 
     @staticmethod
     def usage_name(cluster, user, secret_uuid):

@@ -288,3 +288,66 @@ def test_connect_without_a_reachable_monitor_fails_at_once(host):
 def test_connect_without_a_user_defines_no_secret(host, monitor):
     _connect(host, monitor, auth_enabled=False, auth_username=None)
     assert host.conn.secrets == {}
+
+
+# -- a key in the connection (a volume's read-only user) ----------------------
+
+RO_USER = "volattach-readonly-v1"
+
+
+def _ro_keyring(user=RO_USER, key=KEY):
+    return "[client.%s]\n\tkey = %s\n" % (user, key)
+
+
+def test_the_connections_keyring_goes_into_a_private_ephemeral_secret_only(
+        host, monitor):
+    _connect(host, monitor, auth_username=RO_USER, keyring=_ro_keyring())
+    secret = host.conn.secrets[SECRET]
+    assert secret.value() == b"0123456789abcdef"
+    # libvirt keeps it in memory only and never shows its value
+    assert (secret.xml.get("ephemeral"), secret.xml.get("private")) == \
+        ("yes", "yes")
+    # and nothing was written beside the keyrings (or anywhere here)
+    assert list(host.dir.iterdir()) == []
+
+
+def test_the_connections_keyring_wins_over_a_keyring_file(host, monitor):
+    _keyring(host, user=RO_USER,
+             key=base64.b64encode(b"a stale file").decode())
+    _connect(host, monitor, auth_username=RO_USER, keyring=_ro_keyring())
+    assert host.conn.secrets[SECRET].value() == b"0123456789abcdef"
+
+
+def test_a_new_key_of_a_user_made_again_updates_the_secret(host, monitor):
+    _connect(host, monitor, auth_username=RO_USER, keyring=_ro_keyring())
+    _connect(host, monitor, auth_username=RO_USER, keyring=_ro_keyring(
+        key=base64.b64encode(b"made again").decode()))
+    assert host.conn.secrets[SECRET].value() == b"made again"
+    assert host.conn.defined == 1
+
+
+def test_a_compute_without_the_volumes_key_fails_naming_the_identity(
+        host, monitor):
+    """No keyring in the connection (an older volume service, a key
+    removed) and none on the host: the attach fails, the error names the
+    volume's identity, and no secret is defined."""
+    with pytest.raises(exception.VirtDriverError) as e:
+        _connect(host, monitor, auth_username=RO_USER)
+    assert "client.%s" % RO_USER in str(e.value)
+    assert host.conn.secrets == {}
+    # a keyring of another user only: refused, naming the user wanted
+    with pytest.raises(exception.VirtDriverError) as e:
+        _connect(host, monitor, auth_username=RO_USER,
+                 keyring=_ro_keyring(user="volattach-readonly-v2"))
+    assert "client.%s" % RO_USER in str(e.value)
+    assert host.conn.secrets == {}
+
+
+def test_a_failed_attach_names_the_image_and_the_user():
+    """QEMU refused by the cluster (a revoked key): the reason names the
+    identity the disk opened the image as."""
+    info = _info(auth_username=RO_USER)
+    reason = volume.volume_driver(info).attach_failure(
+        info, Exception("error connecting: Permission denied"))
+    assert reason == ("error connecting: Permission denied (rbd image "
+                      "volumes/volume-v1 as client.%s)" % RO_USER)

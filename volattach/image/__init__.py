@@ -1,0 +1,1 @@
+"""The image service (Glance) as the compute API and the computes see it."""
