@@ -112,6 +112,8 @@ def load_application(conf=None):
             config_files_from_env() or None), conf=conf)
     objects.register_all()
     rpc.init(conf)
+    # a broker that cannot be reached: 503 within seconds, not a hang
+    rpc.fail_fast_when_unreachable()
     register_api_service()
     LOG.info("compute API worker %d ready", os.getpid())
     return make_app(conf)

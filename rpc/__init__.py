@@ -57,6 +57,17 @@ connection, so for RPC they serve nothing (a message wakes ``consume``
 at once, whatever the timeout).  ``init`` makes the first wait
 ``RPC_POLL_MIN_SECONDS`` (``_poll_less_often``).
 
+A broker that cannot be reached at all (every node down): oslo.messaging's
+rabbit driver reconnects for ever before it publishes (``retry`` None),
+which held an API request until its client gave up.  The compute API's
+processes call ``fail_fast_when_unreachable()`` after ``init``: their
+clients give up after ``API_PUBLISH_RETRIES`` reconnects (about 3 s with
+``rabbit_retry_interval`` 1 and ``rabbit_interval_max`` 2) with
+``RPCUndeliverable``, a 503 with nothing reserved (the API reserves
+nothing before its cast).  The conductors and computes keep reconnecting:
+their workflows ride out a broker restart.  A message the broker took is
+confirmed (oslo.messaging sets kombu's ``confirm_publish``).
+
 Refusals that are the caller's fault (``exception.CLIENT_FAULTS``: an
 invalid volume, a device path in use, a server in the wrong state...) are
 not errors of the server that refuses: every endpoint a server dispatches to
@@ -100,6 +111,10 @@ RPC_POLL_MIN_SECONDS = 0.05
 # Backoff between two sends of a message that no queue took.
 UNDELIVERABLE_WAIT_START = 0.1
 UNDELIVERABLE_WAIT_MAX = 2.0
+# Reconnects of the compute API's RPC clients before a send fails (module
+# doc); None (the daemons'): reconnect for ever.
+API_PUBLISH_RETRIES = 2
+_publish_retry = None
 
 
 class RPCTimeout(exception.ServiceUnavailable, messaging.MessagingTimeout):
@@ -159,6 +174,7 @@ def init(conf, url=None):
         url = url or _configured_url(conf) or volattach_conf.DEFAULT_TRANSPORT_URL
         _requeue_after_stop()
         _poll_less_often()
+        _duplicates_at_info()
         _rabbit_defaults(conf)
         TRANSPORT = _transport(conf, url, notification=False)
         NOTIFICATION_TRANSPORT = _transport(conf, url, notification=True)
@@ -229,6 +245,32 @@ def _requeue_after_stop():
     listener_cls._volattach_requeues = True
 
 
+class _DuplicateAtInfo(logging.Filter):
+    """oslo.messaging's AMQP listener drops a message it has just seen
+    (RabbitMQ delivered it again: its acknowledgement was lost) and logs
+    that at ERROR with a traceback; it is expected at-least-once
+    delivery: one INFO line without a traceback."""
+
+    def filter(self, record):
+        if str(record.msg).startswith("ignoring duplicate message"):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg = ("RPC message %s delivered again (its acknowledgement "
+                          "was lost): dropped, it was handled already")
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_DUPLICATE_FILTER = _DuplicateAtInfo()
+
+
+def _duplicates_at_info():
+    """Install ``_DuplicateAtInfo`` on oslo.messaging's AMQP driver logger
+    (idempotent)."""
+    logger = logging.getLogger("oslo_messaging._drivers.amqpdriver")
+    if _DUPLICATE_FILTER not in logger.filters:
+        logger.addFilter(_DUPLICATE_FILTER)
+
+
 def _poll_less_often():
     """The AMQP poll loops' first timeout after a message is
     RPC_POLL_MIN_SECONDS (module doc); idempotent, and nothing is changed
@@ -286,8 +328,15 @@ def get_client(target, version_cap=None, timeout=None, transport=None):
     return Client(messaging.get_rpc_client(
         transport, target, version_cap=version_cap,
         serializer=RequestContextSerializer(), timeout=timeout,
-        call_monitor_timeout=call_monitor_timeout(),
+        call_monitor_timeout=call_monitor_timeout(), retry=_publish_retry,
         transport_options=messaging.TransportOptions(at_least_once=True)))
+
+
+def fail_fast_when_unreachable(retries=API_PUBLISH_RETRIES):
+    """This process's RPC clients (made after this call) give up after
+    ``retries`` reconnects to an unreachable broker (module doc)."""
+    global _publish_retry
+    _publish_retry = retries
 
 
 def call_monitor_timeout():
@@ -334,6 +383,10 @@ class Client:
                 self._patience(), names)
         except messaging.MessageUndeliverable as error:
             raise RPCTimeout(**names) from error
+        except messaging.MessageDeliveryFailure as error:
+            if isinstance(error, RPCUndeliverable):
+                raise
+            raise RPCUndeliverable(**names) from error
         except messaging.MessagingTimeout as error:
             if isinstance(error, RPCTimeout):
                 raise
@@ -350,6 +403,10 @@ class Client:
                 lambda: self._wrapped.cast(ctxt, method, **kwargs),
                 self._patience(), names)
         except messaging.MessageUndeliverable as error:
+            raise RPCUndeliverable(**names) from error
+        except messaging.MessageDeliveryFailure as error:
+            if isinstance(error, RPCUndeliverable):
+                raise
             raise RPCUndeliverable(**names) from error
 
 

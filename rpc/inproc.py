@@ -171,6 +171,11 @@ class _Broker:
                     Exception("no queue bound"), exchange, routing_key, message)
             LOG.debug("no queue bound to %s/%s: message dropped", exchange, routing_key)
             return False
+        hook = _duplicate_hook
+        if hook is not None and not hook(exchange, routing_key, message):
+            hook = None
+        if hook is not None:    # a test's redelivery: each queue gets it twice
+            targets = [q for q in targets for _ in range(2)]
         # copied outside the lock: the copy is most of the cost of a send
         deliveries = [_Delivery(wire_copy(ctxt), wire_copy(message), reply_slot,
                                 call_monitor_timeout) for _ in targets]
@@ -251,6 +256,21 @@ class _Broker:
             for queue_ in listener.queues:
                 if queue_.auto_delete:
                     self.delete(queue_)
+
+
+# tests: ``hook(exchange, routing_key, message)`` true puts a message in
+# each of its queues twice, as RabbitMQ redelivers one whose
+# acknowledgement was lost (set_duplicate_hook)
+_duplicate_hook = None
+
+
+def set_duplicate_hook(hook):
+    """Deliver every message for which ``hook(exchange, routing_key,
+    message)`` is true twice (None: once again); a test fixture that plays
+    RabbitMQ's at-least-once delivery.  Returns the previous hook."""
+    global _duplicate_hook
+    previous, _duplicate_hook = _duplicate_hook, hook
+    return previous
 
 
 _brokers_lock = threading.Lock()

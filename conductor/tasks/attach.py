@@ -56,6 +56,8 @@ class AttachVolumeTask(base.TaskBase):
     migration: those read the volume).
     """
 
+    EVENTS = ("compute_attach_volume",)
+
     def __init__(self, context, instance, volume_id, device=None, tag=None,
                  delete_on_termination=False, attach_mode=None,
                  multiattach=None, **collaborators):

@@ -57,10 +57,12 @@ what the compute may have done all the same (the attach unplugs; the
 reserve's record is found by its uuid).  The one compute call asked again
 is a detach with no answer (``detach.DetachVolumeTask``): its host-local
 work is idempotent."""
+import collections
 import contextlib
 import functools
 import logging
 import socket
+import threading
 
 from oslo_utils import excutils
 
@@ -167,6 +169,24 @@ def execute_cast(task):
                   type(task).__name__, task.instance.uuid)
 
 
+# (request id, server, task) of the tasks this conductor began, newest last
+_BEGUN = collections.OrderedDict()
+_BEGUN_LOCK = threading.Lock()
+BEGUN_MAX = 10000
+
+
+def _events_recorded(instance_uuid, request_id, names):
+    """True when the action of ``request_id`` on the server holds an event
+    named in ``names``."""
+    from volattach.db import api as db_api
+    action = retry_transient(db_api.action_get_by_request_id, instance_uuid,
+                             request_id)
+    if not action:
+        return False
+    return any(e["event"] in names for e in retry_transient(
+        db_api.action_events_get, action["id"]))
+
+
 class Step:
     """The undo of one step of a task: ``what`` it does (for the log) and
     the call that does it."""
@@ -196,6 +216,10 @@ class TaskBase:
     not undo a workflow that is done).
     """
 
+    # The instance-action events this task starts: a request whose action
+    # already holds one of them was delivered before (``_first_delivery``).
+    EVENTS = ()
+
     def __init__(self, context, instance, *, compute_rpcapi, volume_api,
                  connectors):
         self.context = context
@@ -212,6 +236,8 @@ class TaskBase:
 
     def execute(self):
         self._debug("start")
+        if not self._first_delivery():
+            return None
         try:
             result = self._execute()
         except Exception as error:
@@ -223,6 +249,32 @@ class TaskBase:
 
     def _execute(self):
         raise NotImplementedError()
+
+    def _first_delivery(self):
+        """False for a request delivered again (RabbitMQ hands a message
+        once more when its acknowledgement was lost: at-least-once): this
+        conductor began it already (``_BEGUN``, which also holds back a
+        second copy arriving while the first runs), or the request's
+        instance action holds an event of this task (another conductor
+        began it).  That delivery is dropped with an INFO line: the first
+        one does the work, records its event and answers for it."""
+        names = type(self).EVENTS
+        request_id = getattr(self.context, "request_id", None)
+        if not names or not isinstance(request_id, str) or not request_id:
+            return True
+        key = (request_id, self.instance.uuid, type(self).__name__)
+        with _BEGUN_LOCK:
+            again = key in _BEGUN
+            _BEGUN[key] = True
+            while len(_BEGUN) > BEGUN_MAX:
+                _BEGUN.popitem(last=False)
+        if not again:
+            again = _events_recorded(self.instance.uuid, request_id, names)
+        if again:
+            LOG.info("%s of server %s (request %s) delivered again: it began "
+                     "already; this delivery is dropped", type(self).__name__,
+                     self.instance.uuid, request_id)
+        return not again
 
     def _on_success(self):
         pass

@@ -98,6 +98,8 @@ class DetachVolumeTask(base.TaskBase):
     restart (``base.retry_transient``), every volume-service call a restart
     of the volume service (the Cinder client's own retries)."""
 
+    EVENTS = ("compute_detach_volume",)
+
     def __init__(self, context, instance, volume_id, **collaborators):
         super().__init__(context, instance, **collaborators)
         self.volume_id = volume_id

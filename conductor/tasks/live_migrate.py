@@ -52,6 +52,10 @@ class LiveMigrationTask(base.TaskBase):
     was (task_state None).  Past the source's cleanup the move is final.
     """
 
+    EVENTS = ("compute_live_migration_attach_destination",
+              "compute_pre_live_migration", "compute_live_migration",
+              "compute_post_live_migration_at_source")
+
     def __init__(self, context, instance, host=None, **collaborators):
         super().__init__(context, instance, **collaborators)
         self.host = host

@@ -17,6 +17,8 @@ class ShelveTask(base.TaskBase):
     failure puts the task state back (the guest stays as the compute left
     it)."""
 
+    EVENTS = ("compute_shelve_instance",)
+
     def __init__(self, context, instance, offload, **collaborators):
         super().__init__(context, instance, **collaborators)
         self.offload = offload
@@ -53,6 +55,8 @@ class ShelveOffloadTask(base.TaskBase):
     """Remove the server from its host; each volume keeps a connector-less
     attachment (completed, so the volume still shows in-use).  A failure
     puts the task state back."""
+
+    EVENTS = ("compute_shelve_offload_instance",)
 
     def __init__(self, context, instance, **collaborators):
         super().__init__(context, instance, **collaborators)
@@ -141,6 +145,8 @@ class UnshelveTask(base.TaskBase):
     shelved-offloaded one is scheduled, its volumes connected to the new
     host and its guest built there.  A failure puts the server back as it
     was (on no host for an offloaded one; task state None)."""
+
+    EVENTS = ("compute_unshelve_instance",)
 
     def __init__(self, context, instance, **collaborators):
         super().__init__(context, instance, **collaborators)

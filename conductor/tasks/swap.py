@@ -22,6 +22,8 @@ class SwapVolumeTask(base.TaskBase):
     database restart (``base.retry_transient``), every volume-service call
     a restart of the volume service (the Cinder client's own retries)."""
 
+    EVENTS = ("compute_swap_volume",)
+
     def __init__(self, context, instance, old_volume_id, new_volume_id,
                  new_attachment_id, **collaborators):
         super().__init__(context, instance, **collaborators)

@@ -263,3 +263,45 @@ def test_the_amqp_poll_loops_first_wait_after_a_message_is_rpc_poll_min(monkeypa
     amqpdriver.ReplyWaiter.poll(poller)
     first = rpc.RPC_POLL_MIN_SECONDS
     assert waits == [first, 2 * first, 4 * first, first, 2 * first]
+
+
+class _Unreachable:
+    """A wrapped oslo client whose sends fail as oslo.messaging's rabbit
+    driver does once its reconnects to an unreachable broker run out."""
+    timeout = 1
+    target = messaging.Target(topic="t")
+
+    def cast(self, ctxt, method, **kwargs):
+        raise messaging.MessageDeliveryFailure("Unable to connect to AMQP")
+
+    call = cast
+
+
+@pytest.mark.parametrize("send", ["cast", "call"])
+def test_an_unreachable_broker_is_a_503_family_error(send):
+    client = rpc.Client(_Unreachable())
+    with pytest.raises(rpc.RPCUndeliverable) as raised:
+        getattr(client, send)({}, "m")
+    assert isinstance(raised.value, exception.ServiceUnavailable)
+
+
+def test_the_api_clients_give_up_reconnecting(transport, monkeypatch):
+    monkeypatch.setattr(rpc, "_publish_retry", None)
+    assert rpc.get_client(messaging.Target(topic="t"),
+                          transport=transport)._wrapped.retry is None
+    rpc.fail_fast_when_unreachable()
+    assert rpc.get_client(messaging.Target(topic="t"), transport=transport
+                          )._wrapped.retry == rpc.API_PUBLISH_RETRIES
+
+
+def test_a_duplicate_oslo_drops_is_one_info_line(caplog):
+    rpc._duplicates_at_info()
+    logger = __import__("logging").getLogger(
+        "oslo_messaging._drivers.amqpdriver")
+    try:
+        raise messaging.MessageDeliveryFailure("dup")
+    except Exception:
+        logger.exception("ignoring duplicate message %s", "m1")
+    record = [r for r in caplog.records if "m1" in r.getMessage()][0]
+    assert record.levelname == "INFO" and not record.exc_info
+    assert "delivered again" in record.getMessage()

@@ -5,6 +5,10 @@
     volattach-manage [--config-file F] service list  print every registered service
     volattach-manage [--config-file F] attachments reconcile [--dry-run] [--grace-seconds N]
                                                      one drift-repair pass (conductor/reconcile.py)
+    volattach-manage [--config-file F] rpc queues [--delete-drained-classic]
+                                                     the RPC queues on RabbitMQ: kind, messages,
+                                                     consumers (rpc/queues.py); delete the drained
+                                                     classic ones (a switch to quorum queues)
     volattach-manage [--config-file F] storage status  the file backend's qemu-storage-daemon
     volattach-manage [--config-file F] storage stop [--force]
                                                      stop it when it exports no volume
@@ -79,6 +83,18 @@ def _add_parsers(subparsers):
                                 "back; detaches left pending (they need the "
                                 "compute's unplug) are skipped")
     manage_attachments.add_parsers(subparsers)
+    rpc_group = subparsers.add_parser("rpc", help="the RPC queues on RabbitMQ")
+    rpc_actions = rpc_group.add_subparsers(dest="action")
+    rpc_actions.required = True
+    queues = rpc_actions.add_parser(
+        "queues", help="report the queues of the conductors and computes "
+                       "(kind, messages, consumers)")
+    queues.add_argument("--delete-drained-classic", action="store_true",
+                        help="delete the classic queues that are empty and "
+                             "have no consumer, and the non-durable control "
+                             "exchange, so that the daemons can declare them "
+                             "again as quorum queues (stop the daemons "
+                             "first: README, Faults)")
 
 
 def _volume_migration():
@@ -191,6 +207,52 @@ def attachments_reconcile(conf, out=sys.stdout, volume_api=None):
     return 1 if report.failed else 0
 
 
+def rpc_queues(conf, out=sys.stdout):
+    """Report the RPC queues; with --delete-drained-classic delete the
+    drained classic ones.  Exit status 1 when a queue still holds messages
+    (or a consumer) or one could not be deleted."""
+    from volattach import context as volattach_context
+    from volattach import objects
+    from volattach import rpc
+    from volattach.objects import service as service_obj
+    from volattach.rpc import queues
+    objects.register_all()
+    rpc.init(conf)      # registers transport_url and control_exchange
+    url = rpc._configured_url(conf) or volattach_conf.DEFAULT_TRANSPORT_URL
+    ctxt = volattach_context.get_admin_context()
+    hosts = {binary: sorted({s.host for s in service_obj.ServiceList.get_all(
+        ctxt, binary=binary)})
+        for binary in (queues.CONDUCTOR_BINARY, queues.COMPUTE_BINARY)}
+    names = queues.queue_names(hosts[queues.CONDUCTOR_BINARY],
+                               hosts[queues.COMPUTE_BINARY])
+    try:
+        broker = queues.Broker(url, conf.control_exchange)
+    except Exception as error:   # noqa: BLE001 - one line for the operator
+        raise exception.ServiceUnavailable(
+            reason="cannot reach RabbitMQ at %s: %s" % (url, error))
+    try:
+        found = queues.report(broker, names)
+        rows = [("Queue", "Kind", "Messages", "Consumers")]
+        rows.extend((q.name, q.kind, str(q.messages), str(q.consumers))
+                    for q in found)
+        _table(rows, out)
+        busy = sum(q.messages for q in found)
+        out.write("%d queue(s), %d message(s) queued; control exchange %s: "
+                  "%s\n" % (len(found), busy, conf.control_exchange,
+                            {None: "missing", True: "durable",
+                             False: "not durable"}[broker.exchange_durable()]))
+        if not conf.category.delete_drained_classic:
+            return 1 if busy else 0
+        deleted, left = queues.delete_drained_classic(broker, names)
+        for name in deleted:
+            out.write("deleted %s\n" % name)
+        for name, reason in left:
+            out.write("kept %s: %s\n" % (name, reason))
+        return 1 if left else 0
+    finally:
+        broker.close()
+
+
 def _storage_daemons(conf, out):
     from volattach.volume.backends import storage_daemons
     found = storage_daemons.daemons_of(conf)
@@ -261,7 +323,8 @@ def storage_stop(conf, out=sys.stdout):
     return status
 
 
-COMMANDS = {("db", "sync"): db_sync, ("db", "version"): db_version,
+COMMANDS = {("rpc", "queues"): rpc_queues,
+            ("db", "sync"): db_sync, ("db", "version"): db_version,
             ("service", "list"): service_list,
             ("attachments", "reconcile"): attachments_reconcile,
             ("storage", "status"): storage_status,
@@ -277,7 +340,8 @@ DESCRIPTION = (
     "their schema revisions (db version), list its services (service list), "
     "find and repair attachment drift (attachments reconcile), show or stop "
     "the file backend's storage daemon (storage status | stop), show or "
-    "refresh one attachment (volume_attachment). Without a "
+    "refresh one attachment (volume_attachment), report the RPC queues on "
+    "RabbitMQ or delete the drained classic ones (rpc queues). Without a "
     "configuration file, or with volattach-all's own (no transport_url, "
     "the volume service on loopback), it works on volattach-all's defaults "
     "(~/.volattach, noauth).")
