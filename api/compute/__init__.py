@@ -13,14 +13,16 @@ from volattach.api.compute.flavors_services import ServicesAPI
 from volattach.api.compute.instance_actions import InstanceActionsAPI
 from volattach.api.compute.keypairs import KeypairsAPI
 from volattach.api.compute.migrations import MigrationsAPI
+from volattach.api.compute.quotas import QuotasAPI
 from volattach.api.compute.server_actions import ServerActionsAPI
+from volattach.api.compute.server_tags_metadata import ServerTagsMetadataAPI
 from volattach.api.compute.servers import ServersAPI
 from volattach.api.compute.volume_attachments import VolumeAttachmentsAPI
 
 
 class API(ServersAPI, VolumeAttachmentsAPI, ServerActionsAPI,
           InstanceActionsAPI, FlavorsAPI, ServicesAPI, KeypairsAPI,
-          MigrationsAPI):
+          MigrationsAPI, ServerTagsMetadataAPI, QuotasAPI):
     """The whole facade (``API(volume_api=None, compute_task_api=None)``:
     the volume client and the conductor's task API by default)."""
 

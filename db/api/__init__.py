@@ -23,12 +23,16 @@ from volattach.db.api.instance_actions import *  # noqa: F401,F403
 from volattach.db.api.instances import *  # noqa: F401,F403
 from volattach.db.api.keypairs import *  # noqa: F401,F403
 from volattach.db.api.migrations import *  # noqa: F401,F403
+from volattach.db.api.quotas import *  # noqa: F401,F403
+from volattach.db.api.server_tags_metadata import *  # noqa: F401,F403
 from volattach.db.api.services import *  # noqa: F401,F403
 from volattach.db.api import (block_devices, flavors, instance_actions,
-                              instances, keypairs, migrations, services)
+                              instances, keypairs, migrations, quotas,
+                              server_tags_metadata, services)
 
 __all__ = [name for module in (block_devices, flavors, instance_actions,
-                               instances, keypairs, migrations, services)
+                               instances, keypairs, migrations, quotas,
+                               server_tags_metadata, services)
            for name in dir(module)
            if not name.startswith("_") and callable(getattr(module, name))
            and getattr(getattr(module, name), "__module__", None) == module.__name__]
