@@ -49,6 +49,10 @@ NOT_FOUND = {
     "request_id": _action,
     "migration_id": _migration,
     "network_label": _network,
+    "key": lambda value, params, req: exception.NotFound(
+        message="Metadata item was not found"),
+    "tag": lambda value, params, req: exception.InstanceTagNotFound(
+        instance_id=params.get("server_id"), tag=value),
 }
 
 

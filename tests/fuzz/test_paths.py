@@ -29,6 +29,20 @@ ID_ROUTES = [
     ("compute", "GET", "/flavors/{id}", None),
     ("compute", "GET", "/os-keypairs/{id}", None),
     ("compute", "GET", "/os-volumes/{id}", None),
+    ("compute", "GET", "/servers/{id}/metadata", None),
+    ("compute", "POST", "/servers/{id}/metadata", {"metadata": {"a": "b"}}),
+    ("compute", "GET", "/servers/{server}/metadata/{id}", None),
+    ("compute", "PUT", "/servers/{server}/metadata/{id}",
+     {"meta": {"a": "b"}}),
+    ("compute", "DELETE", "/servers/{server}/metadata/{id}", None),
+    ("compute", "GET", "/servers/{id}/tags", None),
+    ("compute", "GET", "/servers/{server}/tags/{id}", None),
+    ("compute", "PUT", "/servers/{server}/tags/{id}", None),
+    ("compute", "DELETE", "/servers/{server}/tags/{id}", None),
+    ("compute", "GET", "/os-quota-sets/{id}", None),
+    ("compute", "GET", "/os-quota-sets/{id}/detail", None),
+    ("compute", "PUT", "/os-quota-sets/{id}",
+     {"quota_set": {"instances": 10}}),
     ("volume", "GET", "/volumes/{id}", None),
     ("volume", "PUT", "/volumes/{id}", {"volume": {"name": "x"}}),
     ("volume", "POST", "/volumes/{id}/action", {"os-reserve": None}),
@@ -120,12 +134,15 @@ LISTS = [("compute", "/servers"), ("compute", "/servers/detail"),
          ("compute", "/servers/{server}/os-instance-actions"),
          ("compute", "/flavors/detail"), ("compute", "/os-keypairs"),
          ("compute", "/os-migrations"), ("compute", "/os-services"),
+         ("compute", "/limits"), ("compute", "/os-quota-sets/{server}"),
          ("volume", "/volumes/detail"), ("volume", "/attachments"),
          ("volume", "/types")]
 QUERY_KEYS = ["name", "marker", "limit", "sort", "sort_key", "sort_dir",
               "status", "host", "binary", "flavor", "image", "minDisk",
               "minRam", "changes-since", "metadata", "reservation_id",
-              "instance_uuid", "migration_type", "all_tenants", "offset"]
+              "instance_uuid", "migration_type", "all_tenants", "offset",
+              "tags", "tags-any", "not-tags", "not-tags-any", "locked",
+              "tenant_id", "user_id"]
 
 
 @pytest.mark.timeout(600)
@@ -182,6 +199,14 @@ BODY_FIELDS = [
      "2.49"),
     ("compute", "POST", "/servers/{server}/action",
      {"lock": {"locked_reason": "{value}"}}, "2.73"),
+    ("compute", "POST", "/servers/{server}/metadata",
+     {"metadata": {"{value}": "v"}}, "2.1"),
+    ("compute", "POST", "/servers/{server}/metadata",
+     {"metadata": {"k": "{value}"}}, "2.1"),
+    ("compute", "PUT", "/servers/{server}/tags", {"tags": ["{value}"]},
+     "2.26"),
+    ("compute", "PUT", "/os-quota-sets/{server}",
+     {"quota_set": {"cores": "{value}"}}, "2.57"),
 ]
 
 
@@ -189,6 +214,8 @@ def _put(value, state, hostile):
     if isinstance(value, dict):
         return {_put(k, state, hostile): _put(v, state, hostile)
                 for k, v in value.items()}
+    if isinstance(value, list):
+        return [_put(v, state, hostile) for v in value]
     if value == "{value}":
         return hostile
     if isinstance(value, str):
