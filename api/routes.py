@@ -14,6 +14,7 @@ from volattach.api.handlers import keypairs
 from volattach.api.handlers import limits
 from volattach.api.handlers import migrations
 from volattach.api.handlers import os_volumes
+from volattach.api.handlers import quota_class_sets
 from volattach.api.handlers import quota_sets
 from volattach.api.handlers import server_actions
 from volattach.api.handlers import server_metadata
@@ -45,6 +46,8 @@ ROUTES = (
      "detail"),
     (V21 + "/os-quota-sets/{tenant_id}/defaults", quota_sets.QuotaSets,
      "defaults"),
+    (V21 + "/os-quota-class-sets/{class_name}",
+     quota_class_sets.QuotaClassSets, None),
     # os-migrations
     (V21 + "/os-migrations", migrations.Migrations, None),
     # os-services

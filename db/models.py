@@ -276,6 +276,19 @@ class Quota(TimestampMixin, Base):
     hard_limit: Mapped[int] = mapped_column(Integer)
 
 
+class QuotaClass(TimestampMixin, Base):
+    """A limit of a quota class (os-quota-class-sets); the class
+    ``default``'s limits replace the [quota] defaults of every project."""
+    __tablename__ = "quota_classes"
+    __table_args__ = (UniqueConstraint(
+        "class_name", "resource", name="uniq_quota_classes0class_name0resource"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    class_name: Mapped[str] = mapped_column(String(255))
+    resource: Mapped[str] = mapped_column(String(255))
+    hard_limit: Mapped[int] = mapped_column(Integer)
+
+
 class QuotaProjectLock(Base):
     """One row per project that counted its usage: a create (and a quota
     update) takes it FOR UPDATE before it counts, so that two checks of

@@ -31,9 +31,15 @@ EXTRA_COUNTERS = {}
 MAX_INT = 0x7FFFFFFF
 
 
-def defaults():
-    return {r: _FIXED_DEFAULTS[r] if r in _FIXED_DEFAULTS
-            else getattr(CONF.quota, _OPTION.get(r, r)) for r in RESOURCES}
+def defaults(class_name="default"):
+    """Every resource's default: the quota class's limit (os-quota-class-
+    sets; the class ``default`` holds the defaults of every project), else
+    ``[quota]``."""
+    values = {r: _FIXED_DEFAULTS[r] if r in _FIXED_DEFAULTS
+              else getattr(CONF.quota, _OPTION.get(r, r)) for r in RESOURCES}
+    values.update({r: v for r, v in db_api.quota_class_get_all(
+        class_name).items() if r in values})
+    return values
 
 
 def _fits(limit, used, wanted):
@@ -98,6 +104,14 @@ class QuotasAPI:
     @staticmethod
     def quota_delete(context, project_id, user_id=None):
         db_api.quota_destroy_all(project_id, user_id or None)
+
+    @staticmethod
+    def quota_class_get(context, class_name):
+        return defaults(class_name)
+
+    @staticmethod
+    def quota_class_update(context, class_name, values):
+        db_api.quota_class_set_all(class_name, values)
 
     # -- enforcement ----------------------------------------------------------
     def check_metadata_quota(self, context, project_id, metadata):

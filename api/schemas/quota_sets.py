@@ -52,3 +52,37 @@ def filtered(mv):
     if mv.matches("2.36"):
         return FILTERED_2_36
     return ()
+
+
+# os-quota-class-sets: no "networks" and no "force"; 2.50 drops the network
+# quotas (and shows server_groups and server_group_members), 2.57 the
+# personality ones
+FILTERED_CLASS_2_50 = FILTERED_2_36
+
+
+def _class_update(filtered):
+    properties = {r: _quota for r in _RESOURCES
+                  if r not in filtered and r != "networks"}
+    return {
+        "type": "object",
+        "properties": {
+            "quota_class_set": {"type": "object", "properties": properties,
+                                "additionalProperties": False},
+        },
+        "required": ["quota_class_set"],
+        "additionalProperties": False,
+    }
+
+
+CLASS_UPDATE = (("2.1", _class_update(())),
+                ("2.50", _class_update(FILTERED_CLASS_2_50)),
+                ("2.57", _class_update(FILTERED_2_57)))
+
+
+def class_filtered(mv):
+    """The resources a quota class does not show at ``mv``."""
+    if mv.matches("2.57"):
+        return FILTERED_2_57
+    if mv.matches("2.50"):
+        return FILTERED_CLASS_2_50
+    return ("server_groups", "server_group_members")

@@ -90,7 +90,7 @@ def instance_create_many(values_list, project_id, user_id, admit, tags=()):
                 **values)).inserted_primary_key[0]
             rows.append(c.one_dict(conn.execute(
                 select(c.INSTANCES).where(c.INSTANCES.c.id == new_id))))
-            for tag in tags:
+            for tag in dict.fromkeys(tags):
                 conn.execute(insert(c.TAGS).values(
                     instance_uuid=values["uuid"], tag=tag))
         return rows

@@ -18,6 +18,7 @@ from volattach.db import models
 
 QUOTAS = models.Quota.__table__
 LOCKS = models.QuotaProjectLock.__table__
+CLASSES = models.QuotaClass.__table__
 KEY_PAIRS = models.KeyPair.__table__
 
 
@@ -100,4 +101,26 @@ def quota_destroy_all(project_id, user_id=None):
         if user_id:
             q = q.where(QUOTAS.c.user_id == user_id)
         conn.execute(q)
+    c.database().write(write)
+
+
+def quota_class_get_all(class_name):
+    """``{resource: hard_limit}`` set for a quota class."""
+    rows = c.read(select(CLASSES.c.resource, CLASSES.c.hard_limit)
+                  .where(CLASSES.c.class_name == class_name))
+    return {r["resource"]: r["hard_limit"] for r in rows}
+
+
+def quota_class_set_all(class_name, limits):
+    def write(conn):
+        lock_project(conn, "class:" + class_name)
+        now = c.now()
+        for resource, limit in limits.items():
+            where = (CLASSES.c.class_name == class_name,
+                     CLASSES.c.resource == resource)
+            if not conn.execute(update(CLASSES).where(*where).values(
+                    hard_limit=limit, updated_at=now)).rowcount:
+                conn.execute(insert(CLASSES).values(
+                    class_name=class_name, resource=resource,
+                    hard_limit=limit, created_at=now))
     c.database().write(write)

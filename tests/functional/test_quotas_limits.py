@@ -203,3 +203,33 @@ def test_max_disk_devices_at_create_and_attach(deployment, user, project):
 
 def test_twenty_parallel_creates_against_a_quota_of_ten(deployment):
     quota_race.twenty_creates_against_ten(deployment)
+
+
+def test_quota_classes_and_the_default_class(user, admin_api, project):
+    status, body, _ = admin_api.request("GET", "/os-quota-class-sets/default")
+    assert status == 200 and body["quota_class_set"]["id"] == "default"
+    assert "server_groups" not in body["quota_class_set"]      # below 2.50
+    assert "fixed_ips" in body["quota_class_set"]
+    shown = admin_api.request("GET", "/os-quota-class-sets/default",
+                              microversion="2.57")[1]["quota_class_set"]
+    assert set(shown) == set(NOVA_DEFAULTS) | {"id"}
+    assert user.request("GET", "/os-quota-class-sets/default")[0] == 403
+    assert user.request("PUT", "/os-quota-class-sets/default",
+                        {"quota_class_set": {"instances": 1}})[0] == 403
+    status, body, _ = admin_api.request(
+        "PUT", "/os-quota-class-sets/default",
+        {"quota_class_set": {"instances": 7}}, microversion="2.57")
+    try:
+        assert status == 200 and body["quota_class_set"]["instances"] == 7
+        assert "id" not in body["quota_class_set"]
+        # the default class's limits are every project's defaults
+        assert _quota(user, project)[1]["quota_set"]["instances"] == 7
+        assert _quota(user, project, suffix="/defaults")[1]["quota_set"][
+            "instances"] == 7
+        assert admin_api.request(
+            "PUT", "/os-quota-class-sets/default",
+            {"quota_class_set": {"networks": 1}})[0] == 400
+    finally:
+        admin_api.request("PUT", "/os-quota-class-sets/default",
+                          {"quota_class_set": {"instances": 10}})
+    assert _quota(user, project)[1]["quota_set"]["instances"] == 10

@@ -111,7 +111,7 @@ def _tags(api, server_id, method="GET", tag=None, body=None, mv="2.26"):
 
 
 def test_tags_set_check_add_delete(user):
-    server_id = _server(user, microversion="2.52", tags=["boot"])
+    server_id = _server(user, microversion="2.52", tags=["boot", "boot"])
     assert _tags(user, server_id)[:2] == (200, {"tags": ["boot"]})
     assert _tags(user, server_id, "PUT", body={"tags": ["b", "a", "a"]})[:2] == (
         200, {"tags": ["a", "b"]})

@@ -1,4 +1,4 @@
-"""Server tags, quotas and the per-project quota lock; the flavor's vcpus
+"""Server tags, quotas, quota classes and the per-project quota lock; the flavor's vcpus
 and memory_mb on each instance (what the cores and ram quotas count),
 filled from the flavor each row holds.  Metadata and locked_reason were
 columns of ``instances`` already.
@@ -36,6 +36,17 @@ def upgrade():
         sa.Column("updated_at", sa.DateTime, nullable=True),
         sa.UniqueConstraint("project_id", "user_id", "resource",
                             name="uniq_quotas0project_id0user_id0resource"),
+    )
+    op.create_table(
+        "quota_classes",
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("class_name", sa.String(255), nullable=False),
+        sa.Column("resource", sa.String(255), nullable=False),
+        sa.Column("hard_limit", sa.Integer, nullable=False),
+        sa.Column("created_at", sa.DateTime, nullable=True),
+        sa.Column("updated_at", sa.DateTime, nullable=True),
+        sa.UniqueConstraint("class_name", "resource",
+                            name="uniq_quota_classes0class_name0resource"),
     )
     op.create_table(
         "quota_project_locks",

@@ -59,7 +59,8 @@ def test_upgrade_keeps_the_server_and_sizes_it(database_at_0009):
     assert [{k: v for k, v in r.items() if k not in ("vcpus", "memory_mb")}
             for r in after] == before
     assert (after[0]["vcpus"], after[0]["memory_mb"]) == (2, 4096)
-    for table in ("instance_tags", "quotas", "quota_project_locks"):
+    for table in ("instance_tags", "quotas", "quota_classes",
+                  "quota_project_locks"):
         assert _rows(url, table) == []
 
     ctxt = context.get_admin_context()
