@@ -1,7 +1,8 @@
 """Data access for the compute database: small functions, one transaction each.
 
 One module per resource (``services``, ``flavors``, ``instances``,
-``block_devices``, ``instance_actions``, ``keypairs``, ``migrations``); this
+``block_devices``, ``instance_actions``, ``keypairs``, ``migrations``,
+``quotas``, ``server_tags_metadata``); this
 package re-exports them all, so callers write
 ``db_api.instance_get_by_uuid``.  The objects layer (``objects/*.py``) is
 the main caller; the conductor's reconcile pass
