@@ -11,7 +11,10 @@ import pytest
 from tests.functional import quota_race
 from tests.integration import client as clients
 
-CONF_OVERRIDES = {("compute", "max_disk_devices_to_attach"): 2}
+# Nova's defaults (the functional tier lifts the server quotas)
+CONF_OVERRIDES = {("compute", "max_disk_devices_to_attach"): 2,
+                  ("quota", "instances"): 10, ("quota", "cores"): 20,
+                  ("quota", "ram"): 51200}
 
 NOVA_DEFAULTS = {"instances": 10, "cores": 20, "ram": 51200,
                  "metadata_items": 128, "key_pairs": 100,
