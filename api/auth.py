@@ -25,7 +25,7 @@ LOG = logging.getLogger(__name__)
 ENV_CONTEXT = "volattach.context"
 
 # Reachable without a token.
-PUBLIC_PATHS = ("", "/", "/v2.1", "/v2.1/")
+PUBLIC_PATHS = ("", "/", "/v2.1", "/v2.1/", "/v2", "/v2/")
 
 AUTH_REQUIRED = "Authentication required"
 

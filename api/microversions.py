@@ -58,7 +58,8 @@ VERSIONS = [
              "admin); os-migrations: migration_type and links"),
     ("2.24", "abort live migration: " + _NOTHING_HERE),
     ("2.25", "block_migration auto: " + _NOTHING_HERE),
-    ("2.26", "servers: tags (always [])"),
+    ("2.26", "server tags: /servers/{id}/tags, tags in the views, "
+            "tags/tags-any/not-tags/not-tags-any list filters"),
     ("2.27", "OpenStack-API-Version header (both headers are accepted at "
              "every version)"),
     ("2.28", "cpu_info object: " + _NOTHING_HERE),
@@ -71,11 +72,13 @@ VERSIONS = [
              "pagination otherwise)"),
     ("2.34", "async live-migration checks: " + _NOTHING_HERE),
     ("2.35", "keypairs pagination: " + _NOTHING_HERE),
-    ("2.36", "proxy APIs deprecated: " + _NOTHING_HERE),
+    ("2.36", "proxy APIs deprecated; os-quota-sets and limits without "
+            "the network quotas"),
     ("2.37", "server create: networks required, 'auto'/'none' or a list "
              "with uuid-formatted network ids"),
     ("2.38", "servers list: invalid status filter is a 400"),
-    ("2.39", "image-metadata proxy deprecated: " + _NOTHING_HERE),
+    ("2.39", "image-metadata proxy deprecated; limits without "
+             "maxImageMeta"),
     ("2.40", "os-simple-tenant-usage: limit, marker and next links"),
     ("2.41", "os-aggregates: uuid"),
     ("2.42", "block_device_mapping_v2 and networks tag on server create"),
@@ -89,13 +92,14 @@ VERSIONS = [
     ("2.50", "quota class sets: " + _NOTHING_HERE),
     ("2.51", "instance action events shown to non-admins (without "
              "traceback); volume-extended external event"),
-    ("2.52", "server tags on create: accepted, not stored"),
+    ("2.52", "server tags on create"),
     ("2.53", "os-services: id is the service uuid; PUT and DELETE by uuid"),
     ("2.54", "rebuild: key_name"),
     ("2.55", "flavors: description"),
     ("2.56", "cold migrate to host: " + _NOTHING_HERE),
     ("2.57", "server create and rebuild: personality removed; rebuild: "
-             "user_data (also in its reply)"),
+             "user_data (also in its reply); os-quota-sets and limits "
+             "without the personality quotas"),
     ("2.58", "os-instance-actions: updated_at, limit/marker paging, "
              "changes-since"),
     ("2.59", "os-migrations: uuid, limit/marker paging, changes-since"),

@@ -57,6 +57,10 @@ NOT_FOUND = {
         message="Project %s has no usage." % value),
     "service_id": lambda value, params, req: exception.ServiceNotFound(
         message="Service %s not found." % value),
+    "key": lambda value, params, req: exception.NotFound(
+        message="Metadata item was not found"),
+    "tag": lambda value, params, req: exception.InstanceTagNotFound(
+        instance_id=params.get("server_id"), tag=value),
 }
 
 

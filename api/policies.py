@@ -223,6 +223,64 @@ _RULES = [
 ]
 
 
+_SM = "os_compute_api:server-metadata:%s"
+_ST = "os_compute_api:os-server-tags:%s"
+_QS = "os_compute_api:os-quota-sets:%s"
+_META = _SERVER + "/metadata"
+_TAGS = _SERVER + "/tags"
+_QSP = "/os-quota-sets/{tenant_id}"
+
+_RULES += [
+    _rule(_SM % "index", PROJECT_READER_OR_ADMIN,
+          "List all metadata of a server", [("GET", _META)]),
+    _rule(_SM % "show", PROJECT_READER_OR_ADMIN,
+          "Show metadata for a server", [("GET", _META + "/{key}")]),
+    _rule(_SM % "create", PROJECT_MEMBER_OR_ADMIN,
+          "Create metadata for a server", [("POST", _META)]),
+    _rule(_SM % "update_all", PROJECT_MEMBER_OR_ADMIN,
+          "Replace metadata for a server", [("PUT", _META)]),
+    _rule(_SM % "update", PROJECT_MEMBER_OR_ADMIN,
+          "Update metadata from a server", [("PUT", _META + "/{key}")]),
+    _rule(_SM % "delete", PROJECT_MEMBER_OR_ADMIN,
+          "Delete metadata from a server", [("DELETE", _META + "/{key}")]),
+    _rule(_ST % "index", PROJECT_READER_OR_ADMIN,
+          "List all tags for given server", [("GET", _TAGS)]),
+    _rule(_ST % "show", PROJECT_READER_OR_ADMIN,
+          "Check tag existence on the server", [("GET", _TAGS + "/{tag}")]),
+    _rule(_ST % "update", PROJECT_MEMBER_OR_ADMIN,
+          "Add a single tag to the server", [("PUT", _TAGS + "/{tag}")]),
+    _rule(_ST % "update_all", PROJECT_MEMBER_OR_ADMIN,
+          "Replace all tags on specified server with the new set of tags.",
+          [("PUT", _TAGS)]),
+    _rule(_ST % "delete", PROJECT_MEMBER_OR_ADMIN,
+          "Delete a single tag from the specified server",
+          [("DELETE", _TAGS + "/{tag}")]),
+    _rule(_ST % "delete_all", PROJECT_MEMBER_OR_ADMIN,
+          "Delete all the server tags", [("DELETE", _TAGS)]),
+    _rule(_QS % "update", ADMIN, "Update the quotas", [("PUT", _QSP)]),
+    _rule(_QS % "defaults", ANY, "List default quotas",
+          [("GET", _QSP + "/defaults")]),
+    _rule(_QS % "show", PROJECT_READER_OR_ADMIN, "Show a quota",
+          [("GET", _QSP)]),
+    _rule(_QS % "delete", ADMIN, "Revert quotas to defaults",
+          [("DELETE", _QSP)]),
+    _rule(_QS % "detail", PROJECT_READER_OR_ADMIN,
+          "Show the detail of quota", [("GET", _QSP + "/detail")]),
+    _rule("os_compute_api:os-quota-class-sets:show", ADMIN,
+          "List quotas for specific quota classs",
+          [("GET", "/os-quota-class-sets/{quota_class}")]),
+    _rule("os_compute_api:os-quota-class-sets:update", ADMIN,
+          "Update quotas for specific quota class",
+          [("PUT", "/os-quota-class-sets/{quota_class}")]),
+    _rule("os_compute_api:limits", ANY,
+          "Show rate and absolute limits for the current user project",
+          [("GET", "/limits")]),
+    _rule("os_compute_api:limits:other_project", ADMIN,
+          "Show rate and absolute limits of the project requested",
+          [("GET", "/limits")]),
+]
+
+
 def list_rules():
     from volattach.api import policies_placement
     return _BASE + _RULES + policies_placement.rules()

@@ -13,11 +13,16 @@ from volattach.api.handlers import flavors
 from volattach.api.handlers import instance_actions
 from volattach.api.handlers import ips
 from volattach.api.handlers import keypairs
+from volattach.api.handlers import limits
 from volattach.api.handlers import migrations
 from volattach.api.handlers import os_volumes
+from volattach.api.handlers import quota_class_sets
+from volattach.api.handlers import quota_sets
 from volattach.api.handlers import server_actions
 from volattach.api.handlers import server_external_events
 from volattach.api.handlers import server_groups
+from volattach.api.handlers import server_metadata
+from volattach.api.handlers import server_tags
 from volattach.api.handlers import servers
 from volattach.api.handlers import usage
 from volattach.api.handlers import services
@@ -30,6 +35,8 @@ _SERVER = "/servers/{server_id}"
 ROUTES = (
     ("/", versions.Root, None),
     (V21, versions.V21, None),
+    # Nova's legacy v2.0 entry (the v2.1 API without microversions)
+    ("/v2", versions.V20, None),
     # flavors
     (V21 + "/flavors", flavors.Flavors, None),
     (V21 + "/flavors/detail", flavors.Flavors, "detail"),
@@ -47,6 +54,15 @@ ROUTES = (
     # os-keypairs
     (V21 + "/os-keypairs", keypairs.Keypairs, None),
     (V21 + "/os-keypairs/{name}", keypairs.Keypairs, "item"),
+    # limits and os-quota-sets
+    (V21 + "/limits", limits.Limits, None),
+    (V21 + "/os-quota-sets/{tenant_id}", quota_sets.QuotaSets, None),
+    (V21 + "/os-quota-sets/{tenant_id}/detail", quota_sets.QuotaSets,
+     "detail"),
+    (V21 + "/os-quota-sets/{tenant_id}/defaults", quota_sets.QuotaSets,
+     "defaults"),
+    (V21 + "/os-quota-class-sets/{class_name}",
+     quota_class_sets.QuotaClassSets, None),
     # os-migrations
     (V21 + "/os-migrations", migrations.Migrations, None),
     # os-server-groups
@@ -71,6 +87,12 @@ ROUTES = (
     (V21 + "/servers/detail", servers.Servers, "detail"),
     (V21 + _SERVER, servers.Servers, "item"),
     (V21 + _SERVER + "/action", server_actions.ServerAction, None),
+    # server metadata and tags (2.26)
+    (V21 + _SERVER + "/metadata", server_metadata.ServerMetadata, None),
+    (V21 + _SERVER + "/metadata/{key}", server_metadata.ServerMetadata,
+     "item"),
+    (V21 + _SERVER + "/tags", server_tags.ServerTags, None),
+    (V21 + _SERVER + "/tags/{tag}", server_tags.ServerTags, "item"),
     # volume attachments
     (V21 + _SERVER + "/os-volume_attachments",
      volume_attachments.VolumeAttachments, None),

@@ -110,6 +110,10 @@ class Instance(TimestampMixin, Base):
     # base64, as the API took it (Nova's MediumText; the API caps it)
     user_data: Mapped[str | None] = mapped_column(Text)
     metadata_: Mapped[str | None] = mapped_column("metadata", Text)
+    # the flavor's vcpus and memory_mb, what the quotas of cores and ram
+    # count (migration 0010; written with the flavor by instance_create)
+    vcpus: Mapped[int | None] = mapped_column(Integer)
+    memory_mb: Mapped[int | None] = mapped_column(Integer)
     fault: Mapped[str | None] = mapped_column(Text)
     shelved_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     launched_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
@@ -324,3 +328,52 @@ class AggregateMetadata(Base):
     key: Mapped[str] = mapped_column(String(255))
     value: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, default=utcnow)
+
+
+class InstanceTag(Base):
+    """A tag of a server (2.26, os-server-tags): at most 50 per server;
+    the rows go with the server's delete (``instance_destroy``)."""
+    __tablename__ = "instance_tags"
+    __table_args__ = (Index("instance_tags_tag_idx", "tag"),)
+
+    instance_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    tag: Mapped[str] = mapped_column(String(60), primary_key=True)
+
+
+class Quota(TimestampMixin, Base):
+    """A limit set by os-quota-sets: a project's (``user_id`` "") or one
+    user's in a project; a resource without a row has the [quota]
+    default."""
+    __tablename__ = "quotas"
+    __table_args__ = (UniqueConstraint(
+        "project_id", "user_id", "resource",
+        name="uniq_quotas0project_id0user_id0resource"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[str] = mapped_column(String(255), default="")
+    resource: Mapped[str] = mapped_column(String(255))
+    hard_limit: Mapped[int] = mapped_column(Integer)
+
+
+class QuotaClass(TimestampMixin, Base):
+    """A limit of a quota class (os-quota-class-sets); the class
+    ``default``'s limits replace the [quota] defaults of every project."""
+    __tablename__ = "quota_classes"
+    __table_args__ = (UniqueConstraint(
+        "class_name", "resource", name="uniq_quota_classes0class_name0resource"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    class_name: Mapped[str] = mapped_column(String(255))
+    resource: Mapped[str] = mapped_column(String(255))
+    hard_limit: Mapped[int] = mapped_column(Integer)
+
+
+class QuotaProjectLock(Base):
+    """One row per project that counted its usage: a create (and a quota
+    update) takes it FOR UPDATE before it counts, so that two checks of
+    one project run one after the other on PostgreSQL (SQLite's writes
+    are serial already).  See ``db.api.quotas``."""
+    __tablename__ = "quota_project_locks"
+
+    project_id: Mapped[str] = mapped_column(String(255), primary_key=True)

@@ -166,6 +166,27 @@ class Instance(base.VolattachPersistentObject, base.VolattachObject):
         row = db_api.instance_create(self._to_values(names))
         self._refresh(row)
 
+    @classmethod
+    def create_many(cls, instances, admit, tags=()):
+        """Create ``instances`` (new objects of one project and user) in
+        one transaction under the project's quota lock; ``admit(project,
+        user)`` gets the counted usages and returns how many to create (or
+        raises).  Returns the created ones, refreshed.  Not remotable: the
+        API's create calls it (``api/compute/quotas.py``)."""
+        from volattach.db import api as db_api
+        if not instances:
+            return []
+        first = instances[0]
+        values = [i._to_values([n for n in i.obj_what_changed()
+                                if n not in ("id", "deleted")])
+                  for i in instances]
+        rows = db_api.instance_create_many(values, first.project_id,
+                                           first.user_id, admit, tags=tags)
+        created = instances[:len(rows)]
+        for instance, row in zip(created, rows):
+            instance._refresh(row)
+        return created
+
     @base.remotable
     def save(self, expected_task_state=None, expected_vm_state=None):
         """Write the changed fields; expected states make it a compare-and-swap."""

@@ -198,6 +198,31 @@ compute_opts = [
                     "always offloaded at once."),
 ]
 
+# Nova's [quota] defaults: the limits of a project that has none of its own
+# (os-quota-sets defaults); -1 is unlimited
+quota_opts = [
+    cfg.IntOpt("instances", default=10, min=-1,
+               help="Servers a project may have."),
+    cfg.IntOpt("cores", default=20, min=-1,
+               help="vCPUs (the flavors' vcpus) a project's servers may have."),
+    cfg.IntOpt("ram", default=51200, min=-1,
+               help="MiB of RAM a project's servers may have."),
+    cfg.IntOpt("metadata_items", default=128, min=-1,
+               help="Metadata items one server may have."),
+    cfg.IntOpt("injected_files", default=5, min=-1,
+               help="Personality files (shown, not used: below 2.57)."),
+    cfg.IntOpt("injected_file_content_bytes", default=10240, min=-1,
+               help="Bytes of a personality file (shown, not used)."),
+    cfg.IntOpt("injected_file_path_length", default=255, min=-1,
+               help="Path length of a personality file (shown, not used)."),
+    cfg.IntOpt("key_pairs", default=100, min=-1,
+               help="Key pairs a user may have."),
+    cfg.IntOpt("server_groups", default=10, min=-1,
+               help="Server groups a project may have."),
+    cfg.IntOpt("server_group_members", default=10, min=-1,
+               help="Servers one server group may hold."),
+]
+
 fake_driver_opts = [
     cfg.FloatOpt("reserve_latency", default=0.0, min=0,
                  help="Seconds the fake driver spends choosing a device "
@@ -557,6 +582,7 @@ _GROUPS = [
     ("cinder", cinder_opts),
     ("compute", compute_opts),
     ("fake_driver", fake_driver_opts),
+    ("quota", quota_opts),
     ("conductor", conductor_opts),
     ("upgrade_levels", upgrade_levels_opts),
     ("volume", volume_opts),

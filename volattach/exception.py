@@ -103,6 +103,10 @@ class ImageRefInvalid(Invalid):
     msg_fmt = "Invalid imageRef provided."
 
 
+class TooManyTags(Invalid):
+    msg_fmt = "The number of tags exceeded the per-server limit %(maximum)d"
+
+
 class MultipleVolumeAttachNotAllowed(Invalid):
     msg_fmt = "Cannot attach one or more volumes to multiple instances"
 
@@ -121,6 +125,24 @@ class PolicyNotAuthorized(Forbidden):
     msg_fmt = "Policy doesn't allow %(action)s to be performed."
 
 
+class QuotaError(Forbidden):
+    """A quota refused the request (403, as Nova's API answers it)."""
+    msg_fmt = "Quota exceeded: code=%(code)s"
+
+
+class TooManyInstances(QuotaError):
+    msg_fmt = ("Quota exceeded for %(overs)s: Requested %(req)s, but already "
+               "used %(used)s of %(allowed)s %(overs)s")
+
+
+class MetadataLimitExceeded(QuotaError):
+    msg_fmt = "Maximum number of metadata items exceeds %(allowed)d"
+
+
+class KeypairLimitExceeded(QuotaError):
+    msg_fmt = "Maximum number of key pairs exceeded"
+
+
 class TooManyDiskDevices(Forbidden):
     msg_fmt = ("The maximum allowed number of disk devices (%(maximum)d) to "
                "attach to a single instance has been exceeded.")
@@ -134,6 +156,10 @@ class NotFound(VolattachException):
 
 class InstanceNotFound(NotFound):
     msg_fmt = "Instance %(instance_id)s could not be found."
+
+
+class InstanceTagNotFound(NotFound):
+    msg_fmt = "Instance %(instance_id)s has no tag '%(tag)s'"
 
 
 class FlavorNotFound(NotFound):

@@ -15,9 +15,11 @@ from volattach.api.compute.flavors_services import ServicesAPI
 from volattach.api.compute.instance_actions import InstanceActionsAPI
 from volattach.api.compute.keypairs import KeypairsAPI
 from volattach.api.compute.migrations import MigrationsAPI
+from volattach.api.compute.quotas import QuotasAPI
 from volattach.api.compute.server_actions import ServerActionsAPI
 from volattach.api.compute.server_groups import ServerGroupsAPI
 from volattach.api.compute.service_updates import ServiceUpdatesAPI
+from volattach.api.compute.server_tags_metadata import ServerTagsMetadataAPI
 from volattach.api.compute.servers import ServersAPI
 from volattach.api.compute.usage import UsageAPI
 from volattach.api.compute.volume_attachments import VolumeAttachmentsAPI
@@ -26,7 +28,7 @@ from volattach.api.compute.volume_attachments import VolumeAttachmentsAPI
 class API(ServersAPI, VolumeAttachmentsAPI, ServerActionsAPI,
           InstanceActionsAPI, FlavorsAPI, ServicesAPI, KeypairsAPI,
           MigrationsAPI, ExternalEventsAPI, ServerGroupsAPI, AggregatesAPI,
-          ServiceUpdatesAPI, UsageAPI):
+          ServiceUpdatesAPI, UsageAPI, ServerTagsMetadataAPI, QuotasAPI):
     """The whole facade (``API(volume_api=None, compute_task_api=None)``:
     the volume client and the conductor's task API by default)."""
 

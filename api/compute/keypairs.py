@@ -43,6 +43,7 @@ class KeypairsAPI(base.FacadeBase):
                        key_type="ssh"):
         """Import ``public_key`` or generate one; returns (KeyPair, private key
         or None)."""
+        self.check_key_pairs_quota(context, user_id)
         private = None
         if public_key is None:
             private, public_key = generate()

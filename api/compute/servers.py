@@ -15,6 +15,7 @@ from volattach.objects import instance as instance_obj
 from volattach.objects import instance_action
 from volattach import exception
 from volattach import volume_release
+from volattach.conf import CONF
 
 LOG = logging.getLogger(__name__)
 
@@ -62,6 +63,10 @@ class ServersAPI(base.FacadeBase):
             filters["host"] = opts["host"]
         if opts.get("reservation_id"):
             filters["reservation_id"] = opts["reservation_id"]
+        for key in ("tags", "tags-any", "not-tags", "not-tags-any",
+                    "locked"):
+            if opts.get(key) is not None:
+                filters[key] = opts[key]
         status = opts.get("status")
         if status:
             vm_state = base.STATUS_TO_VM_STATE.get(str(status).upper())
@@ -154,9 +159,9 @@ class ServersAPI(base.FacadeBase):
                availability_zone=None, access_ip_v4=None, access_ip_v6=None,
                config_drive=None, description=None, supports_multiattach=False,
                multiattach_multi_create=False, microversion=None, user_data=None,
-               group=None):
+               group=None, tags=None):
         """``group``: the uuid of the server group the servers join (the
-        ``group`` scheduler hint)."""
+        ``group`` scheduler hint); ``tags``: their tags (2.52)."""
         flavor = objects.Flavor.get_by_flavor_id(context, flavor_ref)
         if group is not None:
             group = self.group_for_create(context, group)
@@ -179,33 +184,38 @@ class ServersAPI(base.FacadeBase):
             multiattach_multi_create)
         if any(b.get("attach_mode") == "ro" for b in bdm_dicts):
             self._check_read_only_computes(context)
+        self.check_metadata_quota(context, context.project_id, metadata)
+        self._check_disk_devices(bdm_dicts, image_ref)
         reservation_id = "r-" + secrets.token_hex(4)
-        instances = []
+        new = []
+        for index in range(max_count):
+            display_name = name
+            if max_count > 1:
+                # "-N" after a name cut to fit the 255 characters of
+                # the display_name and hostname columns
+                suffix = "-%d" % (index + 1)
+                display_name = name[:255 - len(suffix)] + suffix
+            new.append(objects.Instance(
+                context, uuid=str(uuidlib.uuid4()), project_id=context.project_id,
+                user_id=context.user_id, display_name=display_name,
+                display_description=description,
+                hostname=display_name, vm_state=instance_obj.BUILDING,
+                task_state="scheduling", power_state=instance_obj.NOSTATE,
+                flavor=flavor, image_ref=image_ref or "", key_name=key_name,
+                locked=False, availability_zone=availability_zone,
+                reservation_id=reservation_id, launch_index=index,
+                access_ip_v4=access_ip_v4, access_ip_v6=access_ip_v6,
+                config_drive=config_drive or "", metadata=dict(metadata or {}),
+                user_data=user_data))
+        # the quota check and the rows are one step (api/compute/quotas.py)
+        instances = objects.Instance.create_many(
+            new, self.instance_admitter(context, flavor, min_count, max_count),
+            tags=tags or ())
         created_bdms = []
         try:
-            for index in range(max_count):
-                display_name = name
-                if max_count > 1:
-                    # "-N" after a name cut to fit the 255 characters of
-                    # the display_name and hostname columns
-                    suffix = "-%d" % (index + 1)
-                    display_name = name[:255 - len(suffix)] + suffix
-                instance = objects.Instance(
-                    context, uuid=str(uuidlib.uuid4()), project_id=context.project_id,
-                    user_id=context.user_id, display_name=display_name,
-                    display_description=description,
-                    hostname=display_name, vm_state=instance_obj.BUILDING,
-                    task_state="scheduling", power_state=instance_obj.NOSTATE,
-                    flavor=flavor, image_ref=image_ref or "", key_name=key_name,
-                    locked=False, availability_zone=availability_zone,
-                    reservation_id=reservation_id, launch_index=index,
-                    access_ip_v4=access_ip_v4, access_ip_v6=access_ip_v6,
-                    config_drive=config_drive or "", metadata=dict(metadata or {}),
-                    user_data=user_data)
-                instance.create()
-                instances.append(instance)
-                if group is not None:
-                    group.add_members([instance.uuid])
+            if group is not None:
+                group.add_members([instance.uuid for instance in instances])
+            for instance in instances:
                 objects.InstanceAction.action_start(context, instance.uuid,
                                                     instance_action.CREATE)
                 mappings = [dict(b) for b in bdm_dicts]
@@ -235,6 +245,16 @@ class ServersAPI(base.FacadeBase):
             raise
         self.compute_task_api.build_instances(context, instances)
         return instances, reservation_id
+
+    @staticmethod
+    def _check_disk_devices(bdm_dicts, image_ref):
+        """[compute] max_disk_devices_to_attach counts each server's disks
+        (its image root too): over it, 403 before anything is created."""
+        limit = CONF.compute.max_disk_devices_to_attach
+        disks = len(bdm_dicts) + (1 if image_ref and not any(
+            b.get("boot_index") == 0 for b in bdm_dicts) else 0)
+        if limit >= 0 and disks > limit:
+            raise exception.TooManyDiskDevices(maximum=limit)
 
     @staticmethod
     def _new_bdm(context, instance, mapping):

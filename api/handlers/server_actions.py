@@ -136,11 +136,15 @@ class ServerAction(common.Resource):
             if key in value:
                 changes[field] = servers.canonical_ip(value[key])
         admin_pass = value.get("adminPass") or servers.generate_password()
+        if "metadata" in changes:
+            self.compute.check_metadata_quota(ctx, instance.project_id,
+                                              changes["metadata"])
         instance = self.compute.rebuild(
             ctx, instance, value["imageRef"], changes,
             reimage_boot_volume=req.context.microversion.matches("2.93"))
         bdms = self.compute.get_bdms_by_instances(ctx, [instance])
-        body = view.updated(req, instance, bdms.get(instance.uuid, []))
+        body = view.updated(req, instance, bdms.get(instance.uuid, []),
+                            tags=servers.tags_of(self.compute, req, instance))
         body["server"]["adminPass"] = admin_pass
         if req.context.microversion.matches("2.54"):
             # the key set (or kept) by the rebuild, in every answer from

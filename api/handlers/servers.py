@@ -49,6 +49,18 @@ def _user_filters(mv):
     return names
 
 
+def tags_of(compute, req, instance):
+    """The server's tags when the view shows them (2.26), else None."""
+    if not req.context.microversion.matches("2.26"):
+        return None
+    return compute.get_tags(req.context.ctx, instance)
+
+
+def _tag_list(values):
+    """A tags filter (``?tags=a,b&tags=c``): the tags, in order."""
+    return [t for value in values for t in value.split(",") if t]
+
+
 def canonical_ip(value):
     """An access IP as Nova stores and shows it (``::babe:dc0c:1602`` for
     ``0000:0000:0000:0000:0000:babe:220.12.22.2``)."""
@@ -212,6 +224,15 @@ class Servers(common.Resource):
             opts["host"] = filters["host"][-1]
         if "reservation_id" in filters:
             opts["reservation_id"] = filters["reservation_id"][-1]
+        for name in ("tags", "tags-any", "not-tags", "not-tags-any"):
+            if name in filters:
+                opts[name] = _tag_list(filters[name])
+        if "locked" in filters:
+            try:
+                opts["locked"] = strutils.bool_from_string(
+                    filters["locked"][-1], strict=True)
+            except ValueError as exc:
+                raise exception.InvalidInput(message=str(exc))
         if "deleted" in filters:
             opts["deleted"] = strutils.bool_from_string(filters["deleted"][-1],
                                                         default=False)
@@ -243,8 +264,10 @@ class Servers(common.Resource):
         ctx = req.context.ctx
         bdms = self.compute.get_bdms_by_instances(ctx, instances) \
             if instances else {}
+        tags = (self.compute.tags_by_instances(ctx, instances)
+                if req.context.microversion.matches("2.26") else None)
         common.send(resp, view.detail(req, self.conf, instances, bdms,
-                                      self._host_statuses(req)))
+                                      self._host_statuses(req), tags))
 
     def _host_statuses(self, req, instance=None):
         if not req.context.microversion.matches("2.16"):
@@ -266,7 +289,8 @@ class Servers(common.Resource):
         bdms = self.compute.get_bdms_by_instances(ctx, [instance])
         common.send(resp, view.show(req, instance,
                                     bdms.get(instance.uuid, []),
-                                    self._host_statuses(req, instance)))
+                                    self._host_statuses(req, instance),
+                                    tags_of(self.compute, req, instance)))
 
     def on_put_item(self, req, resp, server_id):
         ctx = req.context.ctx
@@ -294,7 +318,8 @@ class Servers(common.Resource):
         bdms = self.compute.get_bdms_by_instances(ctx, [instance])
         common.send(resp, view.updated(req, instance,
                                        bdms.get(instance.uuid, []),
-                                       self._host_statuses(req, instance)))
+                                       self._host_statuses(req, instance),
+                                       tags_of(self.compute, req, instance)))
 
     def on_delete_item(self, req, resp, server_id):
         ctx = req.context.ctx
@@ -369,7 +394,8 @@ class Servers(common.Resource):
                 description=description,
                 supports_multiattach=mv.matches("2.60"),
                 multiattach_multi_create=mv.matches("2.105"),
-                microversion=str(mv), group=_group_hint(hints))
+                microversion=str(mv), group=_group_hint(hints),
+                tags=server.get("tags") if mv.matches("2.52") else None)
         except exception.FlavorNotFound as exc:
             raise exception.FlavorRefInvalid(message=exc.format_message())
         except (exception.VolumeNotFound, exception.VolumeTypeNotFound,

@@ -19,7 +19,7 @@ microversion (tempest's response schemas check every key, with
   2.9+       locked
   2.16+      host_status (admins)
   2.19+      description
-  2.26+      tags ([])
+  2.26+      tags
   2.47+      flavor is {vcpus, ram, disk, ephemeral, swap, original_name,
              extra_specs} instead of {id, links}
   2.63+      trusted_image_certificates (null)
@@ -225,7 +225,8 @@ def index(req, conf, instances):
     return body
 
 
-def server(req, instance, bdms, host_statuses=None, show_server_groups=False):
+def server(req, instance, bdms, host_statuses=None, show_server_groups=False,
+           tags=None):
     """The detailed dict of one server (without the ``server`` wrapper).
 
     ``bdms``: the server's block device mappings; ``host_statuses``: host ->
@@ -297,7 +298,7 @@ def server(req, instance, bdms, host_statuses=None, show_server_groups=False):
     if mv.matches("2.19"):
         body["description"] = field(instance, "display_description")
     if mv.matches("2.26"):
-        body["tags"] = []
+        body["tags"] = list(tags or [])
     if mv.matches("2.63"):
         body["trusted_image_certificates"] = None
     if show_server_groups and mv.matches("2.71"):
@@ -313,9 +314,9 @@ def server(req, instance, bdms, host_statuses=None, show_server_groups=False):
     return body
 
 
-def show(req, instance, bdms, host_statuses=None):
+def show(req, instance, bdms, host_statuses=None, tags=None):
     return {"server": server(req, instance, bdms, host_statuses,
-                             show_server_groups=True)}
+                             show_server_groups=True, tags=tags)}
 
 
 # what Nova's PUT /servers/{id} leaves out of the server before 2.75
@@ -325,19 +326,21 @@ _NOT_IN_UPDATE = ("OS-EXT-AZ:", "OS-EXT-SRV-ATTR:", "OS-EXT-STS:",
                   "security_groups")
 
 
-def updated(req, instance, bdms, host_statuses=None):
+def updated(req, instance, bdms, host_statuses=None, tags=None):
     """The body of PUT /servers/{id}: from 2.75 the same as a show, before
     it the server without its extension attributes (as Nova answers)."""
     if req.context.microversion.matches("2.75"):
-        return show(req, instance, bdms, host_statuses)
-    body = server(req, instance, bdms)
+        return show(req, instance, bdms, host_statuses, tags)
+    body = server(req, instance, bdms, tags=tags)
     return {"server": {k: v for k, v in body.items()
                        if not k.startswith(_NOT_IN_UPDATE)}}
 
 
-def detail(req, conf, instances, bdms_by_instance, host_statuses=None):
+def detail(req, conf, instances, bdms_by_instance, host_statuses=None,
+           tags_by_instance=None):
+    tags_by_instance = tags_by_instance or {}
     servers = [server(req, instance, bdms_by_instance.get(instance.uuid, []),
-                      host_statuses)
+                      host_statuses, tags=tags_by_instance.get(instance.uuid))
                for instance in instances]
     body = {"servers": servers}
     next_links = common.collection_links(req, conf, servers, "servers/detail")

@@ -2,7 +2,8 @@
 
 One module per resource (``services``, ``flavors``, ``instances``,
 ``block_devices``, ``instance_actions``, ``keypairs``, ``migrations``,
-``server_groups``, ``aggregates``, ``usage``); this
+``server_groups``, ``aggregates``, ``usage``, ``quotas``,
+``server_tags_metadata``); this
 package re-exports them all, so callers write
 ``db_api.instance_get_by_uuid``.  The objects layer (``objects/*.py``) is
 the main caller; the conductor's reconcile pass
@@ -25,16 +26,20 @@ from volattach.db.api.instance_actions import *  # noqa: F401,F403
 from volattach.db.api.instances import *  # noqa: F401,F403
 from volattach.db.api.keypairs import *  # noqa: F401,F403
 from volattach.db.api.migrations import *  # noqa: F401,F403
+from volattach.db.api.quotas import *  # noqa: F401,F403
 from volattach.db.api.server_groups import *  # noqa: F401,F403
+from volattach.db.api.server_tags_metadata import *  # noqa: F401,F403
 from volattach.db.api.services import *  # noqa: F401,F403
 from volattach.db.api.usage import *  # noqa: F401,F403
 from volattach.db.api import (aggregates, block_devices, flavors, instance_actions,
-                              instances, keypairs, migrations, server_groups,
-                              services, usage)
+                              instances, keypairs, migrations, quotas,
+                              server_groups, server_tags_metadata, services,
+                              usage)
 
 __all__ = [name for module in (aggregates, block_devices, flavors, instance_actions,
-                               instances, keypairs, migrations, server_groups,
-                               services, usage)
+                               instances, keypairs, migrations, quotas,
+                               server_groups, server_tags_metadata, services,
+                               usage)
            for name in dir(module)
            if not name.startswith("_") and callable(getattr(module, name))
            and getattr(getattr(module, name), "__module__", None) == module.__name__]

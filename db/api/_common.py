@@ -23,6 +23,7 @@ FLAVORS = models.Flavor.__table__
 ACTIONS = models.InstanceAction.__table__
 EVENTS = models.InstanceActionEvent.__table__
 ABANDONED = models.AbandonedReservation.__table__
+TAGS = models.InstanceTag.__table__
 
 
 class binary(functions.FunctionElement):

@@ -4,7 +4,7 @@ import json
 import re
 
 from sqlalchemy import (LABEL_STYLE_TABLENAME_PLUS_COL, bindparam, delete, func,
-                        select, tuple_, update)
+                        insert, select, tuple_, update)
 
 from volattach.db.api import _common as c
 from volattach.db import models
@@ -47,13 +47,54 @@ _INSTANCE_VOLUME_ATTACHMENTS = (
     .order_by(c.BDMS.c.id))
 
 
+def _with_sizes(values):
+    """``values`` with the flavor's vcpus and memory_mb (the quotas of
+    cores and ram count these columns)."""
+    values = c.fix_keys(values)
+    flavor = values.get("flavor")
+    if flavor:
+        flavor = json.loads(flavor)
+        values.setdefault("vcpus", int(flavor.get("vcpus") or 0))
+        values.setdefault("memory_mb", int(flavor.get("memory_mb") or 0))
+    return values
+
+
 def instance_create(values):
     def create(s):
-        row = models.Instance(**c.fix_keys(values))
+        row = models.Instance(**_with_sizes(values))
         s.add(row)
         s.flush()
         return c.row_dict(row)
     return c.orm_write(create)
+
+
+def instance_create_many(values_list, project_id, user_id, admit, tags=()):
+    """Create instance rows of one project in one transaction that holds
+    the project's quota lock (``db.api.quotas.lock_project``):
+    ``admit(project_usages, user_usages)`` runs first with the counted
+    usage and returns how many of ``values_list`` to create (it raises to
+    create none).  Each created server gets ``tags``.  The rows created,
+    in order."""
+    from volattach.db.api import quotas
+
+    def create(conn):
+        quotas.lock_project(conn, project_id)
+        count = admit(quotas.count_instances(conn, project_id),
+                      quotas.count_instances(conn, project_id, user_id))
+        rows = []
+        for values in values_list[:count]:
+            values = _with_sizes(values)
+            # the Core table names the column "metadata"
+            values["metadata"] = values.pop("metadata_", None)
+            new_id = conn.execute(insert(c.INSTANCES).values(
+                **values)).inserted_primary_key[0]
+            rows.append(c.one_dict(conn.execute(
+                select(c.INSTANCES).where(c.INSTANCES.c.id == new_id))))
+            for tag in dict.fromkeys(tags):
+                conn.execute(insert(c.TAGS).values(
+                    instance_uuid=values["uuid"], tag=tag))
+        return rows
+    return c.database().write(create)
 
 
 def instance_get_by_uuid(uuid, read_deleted=False):
@@ -113,6 +154,9 @@ def instance_get_all(filters=None, limit=None, marker=None, sort_dir="desc"):
             q = q.where(c.contains(models.Instance.flavor,
                                    '"flavorid": %s'
                                    % json.dumps(filters["flavorid"])))
+        q = _tag_filters(q, filters)
+        if filters.get("locked") is not None:
+            q = q.where(models.Instance.locked == bool(filters["locked"]))
         if filters.get("image_ref") is not None:
             q = q.where(models.Instance.image_ref == filters["image_ref"])
         if filters.get("changes-since") is not None:
@@ -153,6 +197,29 @@ def instance_get_all(filters=None, limit=None, marker=None, sort_dir="desc"):
                     break
         return rows
     return c.orm_read(get_all)
+
+
+def _tag_filters(q, filters):
+    """Nova's tag filters: ``tags`` (every one), ``tags-any`` (at least
+    one), ``not-tags`` (not every one), ``not-tags-any`` (none)."""
+    def having(tags):
+        return (select(c.TAGS.c.instance_uuid)
+                .where(c.TAGS.c.tag.in_(tags))
+                .group_by(c.TAGS.c.instance_uuid)
+                .having(func.count(func.distinct(c.TAGS.c.tag)) == len(tags)))
+
+    def any_of(tags):
+        return select(c.TAGS.c.instance_uuid).where(c.TAGS.c.tag.in_(tags))
+    uuid = models.Instance.uuid
+    if filters.get("tags"):
+        q = q.where(uuid.in_(having(list(set(filters["tags"])))))
+    if filters.get("tags-any"):
+        q = q.where(uuid.in_(any_of(filters["tags-any"])))
+    if filters.get("not-tags"):
+        q = q.where(uuid.not_in(having(list(set(filters["not-tags"])))))
+    if filters.get("not-tags-any"):
+        q = q.where(uuid.not_in(any_of(filters["not-tags-any"])))
+    return q
 
 
 def _state_condition(column, expected):
@@ -222,6 +289,7 @@ def instance_destroy(uuid):
         # nor is it a member of its server group any more
         s.execute(delete(models.InstanceGroupMember.__table__).where(
             models.InstanceGroupMember.instance_uuid == uuid))
+        s.execute(delete(c.TAGS).where(c.TAGS.c.instance_uuid == uuid))
         s.flush()
         return c.row_dict(row)
     return c.orm_write(destroy)

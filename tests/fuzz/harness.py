@@ -229,7 +229,7 @@ class State:
         """Delete the attachments that no server's record names: made
         straight on the volume service (POST /attachments)."""
         known = set()
-        for server_id, _, _ in self.fingerprint()["servers"]:
+        for server_id, *_ in self.fingerprint()["servers"]:
             code, body, _ = self.admin.list_volume_attachments(
                 server_id, microversion="2.89")
             known |= {row.get("attachment_id")
@@ -243,10 +243,12 @@ class State:
 
     def fingerprint(self):
         status, body, _ = self.admin.list_servers(detail=True,
-                                                  microversion="2.1")
+                                                  microversion="2.26")
         assert status == 200, body
         servers = sorted((s["id"], s["status"],
-                          s.get("OS-EXT-STS:task_state"))
+                          s.get("OS-EXT-STS:task_state"),
+                          tuple(sorted(s["metadata"].items())),
+                          tuple(s["tags"]))
                          for s in body["servers"])
         status, body, _ = self.volumes.list_volumes(detail=True)
         assert status == 200, body
@@ -283,7 +285,7 @@ class State:
         self.settle(timeout=3)
         self._drop_unknown_attachments()
         fp = self.settle()
-        for server_id, status, _ in fp["servers"]:
+        for server_id, status, *_ in fp["servers"]:
             if server_id != self.server:
                 self.admin.delete_server(server_id)
         code, body, _ = self.admin.show_server(self.server)
@@ -299,6 +301,10 @@ class State:
                                {"os-start": None})
         self.admin.request("POST", "/servers/%s/action" % self.server,
                            {"unlock": None})
+        self.admin.request("PUT", "/servers/%s/metadata" % self.server,
+                           {"metadata": {}})
+        self.admin.request("DELETE", "/servers/%s/tags" % self.server,
+                           microversion="2.26")
         self.settle()
         code, body, _ = self.admin.list_volume_attachments(self.server)
         for row in (body or {}).get("volumeAttachments", []):

@@ -38,6 +38,20 @@ ID_ROUTES = [
     ("compute", "PUT", "/os-services/{id}", {"status": "enabled"}),
     ("compute", "DELETE", "/os-services/{id}", None),
     ("compute", "GET", "/os-simple-tenant-usage/{id}", None),
+    ("compute", "GET", "/servers/{id}/metadata", None),
+    ("compute", "POST", "/servers/{id}/metadata", {"metadata": {"a": "b"}}),
+    ("compute", "GET", "/servers/{server}/metadata/{id}", None),
+    ("compute", "PUT", "/servers/{server}/metadata/{id}",
+     {"meta": {"a": "b"}}),
+    ("compute", "DELETE", "/servers/{server}/metadata/{id}", None),
+    ("compute", "GET", "/servers/{id}/tags", None),
+    ("compute", "GET", "/servers/{server}/tags/{id}", None),
+    ("compute", "PUT", "/servers/{server}/tags/{id}", None),
+    ("compute", "DELETE", "/servers/{server}/tags/{id}", None),
+    ("compute", "GET", "/os-quota-sets/{id}", None),
+    ("compute", "GET", "/os-quota-sets/{id}/detail", None),
+    ("compute", "PUT", "/os-quota-sets/{id}",
+     {"quota_set": {"instances": 10}}),
     ("volume", "GET", "/volumes/{id}", None),
     ("volume", "PUT", "/volumes/{id}", {"volume": {"name": "x"}}),
     ("volume", "POST", "/volumes/{id}/action", {"os-reserve": None}),
@@ -134,13 +148,16 @@ LISTS = [("compute", "/servers"), ("compute", "/servers/detail"),
          ("compute", "/os-availability-zone/detail"),
          ("compute", "/os-simple-tenant-usage"),
          ("compute", "/os-simple-tenant-usage/demo"),
+         ("compute", "/limits"), ("compute", "/os-quota-sets/{server}"),
          ("volume", "/volumes/detail"), ("volume", "/attachments"),
          ("volume", "/types")]
 QUERY_KEYS = ["name", "marker", "limit", "sort", "sort_key", "sort_dir",
               "status", "host", "binary", "flavor", "image", "minDisk",
               "minRam", "changes-since", "metadata", "reservation_id",
               "instance_uuid", "migration_type", "all_tenants", "offset",
-              "start", "end", "all_projects"]
+              "start", "end", "all_projects",
+              "tags", "tags-any", "not-tags", "not-tags-any", "locked",
+              "tenant_id", "user_id"]
 
 
 @pytest.mark.timeout(600)
@@ -201,6 +218,14 @@ BODY_FIELDS = [
         "name": "{value}", "policy": "anti-affinity"}}, "2.64"),
     ("compute", "POST", "/os-aggregates", {"aggregate": {
         "name": "fuzz", "availability_zone": "{value}"}}, "2.41"),
+    ("compute", "POST", "/servers/{server}/metadata",
+     {"metadata": {"{value}": "v"}}, "2.1"),
+    ("compute", "POST", "/servers/{server}/metadata",
+     {"metadata": {"k": "{value}"}}, "2.1"),
+    ("compute", "PUT", "/servers/{server}/tags", {"tags": ["{value}"]},
+     "2.26"),
+    ("compute", "PUT", "/os-quota-sets/{server}",
+     {"quota_set": {"cores": "{value}"}}, "2.57"),
 ]
 
 
@@ -208,6 +233,8 @@ def _put(value, state, hostile):
     if isinstance(value, dict):
         return {_put(k, state, hostile): _put(v, state, hostile)
                 for k, v in value.items()}
+    if isinstance(value, list):
+        return [_put(v, state, hostile) for v in value]
     if value == "{value}":
         return hostile
     if isinstance(value, str):

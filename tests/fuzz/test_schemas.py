@@ -9,6 +9,9 @@ from hypothesis import given, strategies as st
 from tests.fuzz import harness
 from volattach.api.schemas import aggregates as aggregate_schemas
 from volattach.api.schemas import server_groups as group_schemas
+from volattach.api.schemas import quota_sets as quota_schemas
+from volattach.api.schemas import server_metadata as metadata_schemas
+from volattach.api.schemas import server_tags as tags_schemas
 from volattach.api.schemas import servers as server_schemas
 from volattach.api.schemas import volume_attachments as va_schemas
 from volattach.volume.schemas import attachments as att_schemas
@@ -44,6 +47,14 @@ TARGETS = [
     # force down the compute the other targets need (the path fuzz sends
     # them with hostile ids; tests/functional/test_aggregates_zones.py
     # their bad bodies).
+    ("metadata", "compute", "POST", "/servers/{server}/metadata",
+     metadata_schemas.CREATE, False),
+    ("metadata_key", "compute", "PUT", "/servers/{server}/metadata/k",
+     metadata_schemas.UPDATE, False),
+    ("tags", "compute", "PUT", "/servers/{server}/tags",
+     tags_schemas.UPDATE_ALL, False),
+    ("quota_update", "compute", "PUT", "/os-quota-sets/{unknown}",
+     quota_schemas.UPDATE, True),
     ("volume_create", "volume", "POST", "/volumes",
      (("3.54", volume_schemas.create),), True),
     ("readonly_flag", "volume", "POST", "/volumes/{free}/action",

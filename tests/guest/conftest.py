@@ -140,6 +140,10 @@ image_dir = {image_dir}
 max_memory_mb = 256
 [all]
 compute_hosts = compute1
+[quota]
+instances = -1
+cores = -1
+ram = -1
 """)
         self.proc = None
         self.api_url = f"http://127.0.0.1:{self.api_port}"

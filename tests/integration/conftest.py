@@ -473,6 +473,8 @@ class Deployment:
                        "auth_strategy": "noauth"},
             "cinder": {"endpoint": f"{self.volume_url}/v3",
                        "retry_seconds": 10, "auth_strategy": "noauth"},
+            # tests share a project across many servers: no server quota
+            "quota": {"instances": -1, "cores": -1, "ram": -1},
         })
         for name, (_, extra) in self.daemons.items():
             files = [self.conf_path]

@@ -13,14 +13,14 @@ no group and no aggregate (every compute stays in the default zone).
 ``forced_down``.)
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 Create Date: 2026-11-28
 """
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0011"
-down_revision = "0009"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 

@@ -206,6 +206,12 @@ class FakeFacade:
         self._record("get_bdms_by_instances", ctx, instances)
         return {i.uuid: list(self.bdms.get(i.uuid, [])) for i in instances}
 
+    def get_tags(self, ctx, instance):
+        return list(getattr(instance, "_tags", []))
+
+    def tags_by_instances(self, ctx, instances):
+        return {i.uuid: list(getattr(i, "_tags", [])) for i in instances}
+
     def create(self, ctx, **kwargs):
         self._record("create", ctx, **kwargs)
         instances = [make_instance(project_id=ctx.project_id,

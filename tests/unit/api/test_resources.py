@@ -198,6 +198,10 @@ def test_actions_of_another_projects_server_are_404(api, acted):
 def test_version_documents(api):
     root = api.get("/", token=None).json
     assert root == {"versions": [{
+        "id": "v2.0", "status": "SUPPORTED", "version": "",
+        "min_version": "", "updated": "2011-01-21T11:33:21Z",
+        "links": [{"rel": "self",
+                   "href": "http://falconframework.org/v2/"}]}, {
         "id": "v2.1", "status": "CURRENT", "version": "2.105",
         "min_version": "2.1", "updated": "2013-07-23T11:33:21Z",
         "links": [{"rel": "self",
@@ -209,13 +213,21 @@ def test_version_documents(api):
     assert v21["media-types"] == [{
         "base": "application/json",
         "type": "application/vnd.openstack.compute+json;version=2.1"}]
+    # Nova's legacy v2.0 entry: its document is reachable without a token
+    v20 = api.get("/v2/", token=None).json["version"]
+    assert (v20["id"], v20["status"], v20["version"]) == ("v2.0", "SUPPORTED",
+                                                          "")
+    assert v20["links"][0] == {"rel": "self",
+                               "href": "http://falconframework.org/v2/"}
+    assert v20["media-types"][0]["type"] == (
+        "application/vnd.openstack.compute+json;version=2")
 
 
 def test_version_documents_use_the_public_endpoint(conf, facade):
     conf.set_override("public_endpoint", "https://cloud.example/compute",
                       group="api")
     api = Api(api_wsgi.make_app(conf, compute_api=facade))
-    assert api.get("/", token=None).json["versions"][0]["links"][0][
+    assert api.get("/", token=None).json["versions"][1]["links"][0][
         "href"] == "https://cloud.example/compute/v2.1/"
 
 

@@ -65,7 +65,9 @@ def test_upgrade_keeps_servers_and_services_and_groups_work(database_at_0009):
     migration.db_sync(url, revision="0011")
 
     assert migration.db_version(url) == "0011"
-    assert _rows(url, "instances") == servers
+    # (0010 on the way adds the sizes it fills from each flavor)
+    assert [{k: v for k, v in r.items() if k not in ("vcpus", "memory_mb")}
+            for r in _rows(url, "instances")] == servers
     assert _rows(url, "services") == services
     for table in ("instance_groups", "instance_group_members", "aggregates",
                   "aggregate_hosts", "aggregate_metadata"):
