@@ -103,8 +103,11 @@ def deployment(image_id, glance, tmp_path_factory):
                          glance[0])
     d.start()
     yield d
-    guest_env.tear_down(d, clients.ComputeClient(d.api_url),
-                        clients.VolumeClient(d.volume_url))
+    try:
+        guest_env.tear_down(d, clients.ComputeClient(d.api_url),
+                            clients.VolumeClient(d.volume_url))
+    finally:
+        d.stop_storage_daemon()
 
 
 @pytest.fixture(scope="module")
