@@ -11,7 +11,10 @@ backend makes it.  An image with ``kernel_id`` and ``ramdisk_id`` (Nova's
 AMI-style properties: images of disk_format aki and ari) boots those by
 direct kernel boot with its ``os_command_line``; one without boots from its
 disk.  The ids a guest's files come from are written to ``base_images`` in
-its directory, for the cache manager.
+its directory, for the cache manager, and what it boots from to
+``boot.json``: a later domain definition of the same guest (a hard reboot,
+a power on) boots the same files again without asking Glance, so it does
+not depend on Glance being up or on the image still being there.
 """
 import collections
 import json
@@ -25,6 +28,7 @@ from volattach import exception
 ROOT_DISK_BYTES = 1024 * 1024
 DEFAULT_CMDLINE = "console=ttyS0"
 BASE_IMAGES_FILE = "base_images"
+BOOT_FILE = "boot.json"
 
 BootSource = collections.namedtuple(
     "BootSource", "kernel initrd cmdline root root_format")
@@ -59,7 +63,23 @@ def _show(client, image_ref):
         _fail(image_ref, str(exc))
 
 
+def _booted_before(idir):
+    """The BootSource ``boot.json`` recorded, while its files are there."""
+    try:
+        with open(os.path.join(idir, BOOT_FILE)) as f:
+            source = BootSource(**json.load(f))
+    except (OSError, ValueError, TypeError):
+        return None
+    if all(path is None or os.path.exists(path)
+           for path in (source.kernel, source.initrd, source.root)):
+        return source
+    return None
+
+
 def from_glance(image_ref, idir, client, cache):
+    source = _booted_before(idir)
+    if source is not None:
+        return source
     image = _show(client, image_ref)
     fmt = image.get("disk_format")
     if fmt not in imagecache.BOOTABLE_FORMATS:
@@ -91,9 +111,12 @@ def from_glance(image_ref, idir, client, cache):
         os.rename(tmp, root)
     with open(os.path.join(idir, BASE_IMAGES_FILE), "w") as f:
         json.dump(used, f)
-    return BootSource(files.get("kernel_id"), files.get("ramdisk_id"),
-                      image.get("os_command_line") or DEFAULT_CMDLINE,
-                      root, "qcow2")
+    source = BootSource(files.get("kernel_id"), files.get("ramdisk_id"),
+                        image.get("os_command_line") or DEFAULT_CMDLINE,
+                        root, "qcow2")
+    with open(os.path.join(idir, BOOT_FILE), "w") as f:
+        json.dump(source._asdict(), f)
+    return source
 
 
 def prepare(instance, idir, client=None, cache=None):

@@ -237,3 +237,22 @@ def test_glance_unreachable_is_named(tmp_path, conf):
     with pytest.raises(exception.VirtDriverError) as err:
         boot.prepare(_instance(IMG), str(tmp_path), cache.client, cache)
     assert "could not be reached" in str(err.value)
+
+
+def test_a_guest_boots_again_without_glance(standin, cache, conf, tmp_path):
+    """A hard reboot or power on defines the domain again: it boots the
+    files it booted before, without asking Glance (down, or the image
+    deleted since)."""
+    standin.add(KERNEL, b"k" * 1000, disk_format="aki")
+    standin.add(IMG, DATA, disk_format="raw", kernel_id=KERNEL)
+    idir = tmp_path / "guest"
+    idir.mkdir()
+    first = boot.prepare(_instance(IMG), str(idir), cache.client, cache)
+    conf.set_override("endpoint", "http://127.0.0.1:9", group="glance")
+    again = boot.prepare(_instance(IMG), str(idir), cache.client, cache)
+    assert again == first
+    # once a file it booted from is gone, Glance is asked again
+    os.unlink(cache.path(KERNEL))
+    with pytest.raises(exception.VirtDriverError) as err:
+        boot.prepare(_instance(IMG), str(idir), cache.client, cache)
+    assert "could not be reached" in str(err.value)
