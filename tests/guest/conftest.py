@@ -333,7 +333,10 @@ def boot(api, deployment, image, names, **fields):
     for server_id in ids:
         api.wait_for_server_status(server_id, "ACTIVE", timeout=120)
         guest = Guest(server_id, deployment.instances)
-        guest.wait_for("VA-READY", timeout=BOOT_TIMEOUT)
+        ready = guest.wait_for("VA-READY", timeout=BOOT_TIMEOUT)
+        # and the shell's prompt: a command typed before the shell reads
+        # its terminal can lose its tail in busybox's line editor
+        guest.wait_for(r"/ # ", since=ready.end(), timeout=BOOT_TIMEOUT)
         guests.append(guest)
     return guests
 
